@@ -1,0 +1,54 @@
+// Sample: one training example, the fields that share a key in a shard.
+//
+// WebDataset convention: a member "dir/n01440764_10026.JPEG" has the key
+// "dir/n01440764_10026" (the path up to the first dot of the file name) and
+// the extension "jpeg" (the rest, lowercased). Every sample carries its
+// identity (shard URI, byte offset, index in the shard) so errors and skips
+// can name it.
+//
+// Thread-safety: plain value types; SplitKey is pure.
+#ifndef SHARDLOADER_FORMAT_SAMPLE_H_
+#define SHARDLOADER_FORMAT_SAMPLE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "shardloader/status.h"
+
+namespace shardloader {
+
+struct SampleField {
+  std::string extension;  // lowercase, without the leading dot: "jpg", "seg.png"
+  std::string data;       // the member's bytes
+};
+
+struct Sample {
+  std::string key;
+  std::string shard;   // URI of the shard it came from
+  int64_t offset = 0;  // byte offset of its first member's header
+  int64_t index = 0;   // position among the shard's samples, from 0
+  std::vector<SampleField> fields;
+
+  // The field with extension `extension`, or nullptr.
+  const SampleField* Find(absl::string_view extension) const;
+  // Where the sample lives, for errors.
+  ErrorContext context() const {
+    return {.uri = shard, .offset = offset, .key = key};
+  }
+};
+
+struct KeyAndExtension {
+  absl::string_view key;
+  std::string extension;  // lowercased
+};
+
+// Splits a member path into key and extension. Returns nullopt for names
+// whose file name has no dot or starts with one (WebDataset skips those).
+std::optional<KeyAndExtension> SplitKey(absl::string_view path);
+
+}  // namespace shardloader
+
+#endif  // SHARDLOADER_FORMAT_SAMPLE_H_

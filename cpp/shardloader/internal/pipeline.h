@@ -1,0 +1,98 @@
+// Pipeline: the threads that produce one epoch's batches for one reader.
+//
+//   I/O threads ──▶ per-shard sample queues ──▶ assembler thread ──▶ ready queue
+//   (read + parse   (bounded)                   (shuffle buffer,      (bounded:
+//    shards ahead)                               decode in the arena)  prefetch)
+//
+// I/O threads claim shards in plan order, at most `prefetch_shards` ahead of
+// the shard being consumed. The assembler consumes shards strictly in plan
+// order and feeds a seeded shuffle buffer, so the sample order depends only
+// on the plan and the seed, never on timing. The first error ends the epoch:
+// it is handed to the consumer after the batches before it.
+//
+// Ownership: owns its threads; Stop() or destruction ends and joins them.
+// Thread-safety: thread-safe.
+#ifndef SHARDLOADER_INTERNAL_PIPELINE_H_
+#define SHARDLOADER_INTERNAL_PIPELINE_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "oneapi/tbb/task_arena.h"
+#include "shardloader/batch.h"
+#include "shardloader/decode/field.h"
+#include "shardloader/format/sample.h"
+#include "shardloader/internal/batch_pool.h"
+#include "shardloader/internal/bounded_queue.h"
+#include "shardloader/io/open_source.h"
+
+namespace shardloader::internal_pipeline {
+
+struct PipelineConfig {
+  std::vector<std::string> shards;  // this reader's shards, in read order
+  std::vector<FieldSpec> fields;
+  int64_t batch_size = 1;
+  bool drop_last = false;
+  size_t shuffle_buffer_size = 0;  // samples; <= 1 keeps the order
+  uint64_t shuffle_seed = 0;
+  int num_io_threads = 2;
+  int prefetch_shards = 2;        // shards read ahead of the current one
+  size_t prefetch_batches = 2;    // assembled batches waiting for the consumer
+  size_t shard_queue_samples = 64;  // parsed samples buffered per shard
+  SourceOptions source;
+};
+
+class Pipeline {
+ public:
+  // Starts the threads. `pool` and `arena` must outlive the pipeline.
+  Pipeline(PipelineConfig config, std::shared_ptr<internal_batch::BatchPool> pool,
+           tbb::task_arena* arena);
+  ~Pipeline();
+
+  // The next batch, waiting for it; nullopt at the end of the epoch or after
+  // Stop(). After an error, later calls return nullopt.
+  absl::StatusOr<std::optional<Batch>> Next();
+
+  // Waits up to `timeout` until Next() would not block.
+  bool WaitReady(absl::Duration timeout);
+
+  // Ends the epoch early: wakes and stops every thread. Idempotent.
+  void Stop();
+
+ private:
+  using SampleQueue = BoundedQueue<absl::StatusOr<Sample>>;
+
+  void ReadShards();
+  void ReadShard(size_t index);
+  void Assemble();
+  // Decodes `samples` into a batch and queues it; false if stopped.
+  bool Emit(std::vector<Sample>& samples);
+
+  const PipelineConfig config_;
+  std::vector<std::string> wanted_extensions_;
+  std::shared_ptr<internal_batch::BatchPool> pool_;
+  tbb::task_arena* arena_;
+
+  std::vector<std::unique_ptr<SampleQueue>> shard_queues_;
+  BoundedQueue<absl::StatusOr<Batch>> ready_;
+
+  absl::Mutex mu_;
+  size_t next_shard_to_claim_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t current_shard_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::vector<std::thread> io_threads_;
+  std::thread assembler_;
+};
+
+}  // namespace shardloader::internal_pipeline
+
+#endif  // SHARDLOADER_INTERNAL_PIPELINE_H_

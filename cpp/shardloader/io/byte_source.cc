@@ -1,0 +1,39 @@
+#include "shardloader/io/byte_source.h"
+
+#include <algorithm>
+#include <array>
+
+#include "absl/strings/str_cat.h"
+#include "shardloader/status.h"
+
+namespace shardloader {
+
+absl::StatusOr<int64_t> ByteSource::Skip(int64_t size) {
+  std::array<char, 64 * 1024> scratch;
+  int64_t skipped = 0;
+  while (skipped < size) {
+    const size_t chunk =
+        static_cast<size_t>(std::min<int64_t>(size - skipped, scratch.size()));
+    SL_ASSIGN_OR_RETURN(const size_t n, Read(scratch.data(), chunk));
+    if (n == 0) break;
+    skipped += static_cast<int64_t>(n);
+  }
+  return skipped;
+}
+
+absl::Status ByteSource::ReadFully(char* dst, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    SL_ASSIGN_OR_RETURN(const size_t n, Read(dst + done, size - done));
+    if (n == 0) {
+      return WithContext(
+          absl::DataLossError(absl::StrCat("unexpected end of data: wanted ",
+                                           size, " bytes, got ", done)),
+          {.uri = uri(), .offset = position()});
+    }
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardloader

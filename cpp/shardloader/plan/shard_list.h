@@ -1,0 +1,39 @@
+// Shard lists: turning what the user wrote into an ordered list of shard URIs.
+//
+// Accepted specs (WebDataset's and bash's conventions):
+//   "train-{000000..000127}.tar"  numeric brace range, zero padding kept;
+//                                 ranges may count down and may repeat
+//                                 ("{a,b}{00..09}")
+//   "{train,val}-0.tar"           brace alternatives
+//   "train-0.tar::train-1.tar"    several specs joined by "::" (WebDataset)
+//   "/data/shards/"               a directory: its *.tar files, sorted by name
+//   "/data/shards/train-0.tar"    one path or URI
+//
+// Thread-safety: pure functions (ResolveShards reads the file system).
+#ifndef SHARDLOADER_PLAN_SHARD_LIST_H_
+#define SHARDLOADER_PLAN_SHARD_LIST_H_
+
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace shardloader {
+
+// Expands brace ranges and alternatives in `pattern`, left to right, in the
+// order bash would. A numeric range keeps the width of its wider bound when
+// either bound has a leading zero ("{08..10}" gives 08, 09, 10). Errors:
+// InvalidArgument for unbalanced braces or a range of more than 10^7 items.
+absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern);
+
+// Expands each spec (split on "::", braces expanded, directories listed) and
+// concatenates the results in order. Errors: InvalidArgument for an empty
+// result or malformed braces; NotFound for a directory that does not exist.
+absl::StatusOr<std::vector<std::string>> ResolveShards(
+    absl::Span<const std::string> specs);
+
+}  // namespace shardloader
+
+#endif  // SHARDLOADER_PLAN_SHARD_LIST_H_

@@ -362,39 +362,58 @@ absl::Status Resize(const Pixels& src, const ImageOptions& options,
   return absl::OkStatus();
 }
 
-void HwcToChw(const uint8_t* hwc, size_t num_pixels, uint8_t* chw) {
-  uint8_t* red = chw;
-  uint8_t* green = chw + num_pixels;
-  uint8_t* blue = chw + 2 * num_pixels;
-  for (size_t i = 0; i < num_pixels; ++i) {
-    red[i] = hwc[3 * i];
-    green[i] = hwc[3 * i + 1];
-    blue[i] = hwc[3 * i + 2];
+// Writes the height x width RGB pixels at `pixels` (rows `row_bytes` apart)
+// to `dst` in `layout`.
+void CopyOut(const uint8_t* pixels, size_t row_bytes, int width, int height,
+             Layout layout, uint8_t* dst) {
+  const size_t out_row_bytes = static_cast<size_t>(width) * kChannels;
+  if (layout == Layout::kHWC) {
+    for (int y = 0; y < height; ++y) {
+      std::memcpy(dst + y * out_row_bytes, pixels + y * row_bytes,
+                  out_row_bytes);
+    }
+    return;
+  }
+  const size_t plane = static_cast<size_t>(width) * height;
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* in = pixels + y * row_bytes;
+    uint8_t* red = dst + static_cast<size_t>(y) * width;
+    uint8_t* green = red + plane;
+    uint8_t* blue = green + plane;
+    for (int x = 0; x < width; ++x) {
+      red[x] = in[kChannels * x];
+      green[x] = in[kChannels * x + 1];
+      blue[x] = in[kChannels * x + 2];
+    }
   }
 }
 
-// Writes `src` to `dst` at the output size and layout.
+// Writes `src` to `dst` at the output size and layout. When the output is
+// `src` itself or a center crop of it without scaling, pixels are copied
+// (the crop offset rounded down), not resampled: resampling at scale 1 would
+// still blur.
 absl::Status Store(const Pixels& src, const ImageOptions& options,
                    Scratch& scratch, uint8_t* dst) {
-  const size_t num_pixels =
-      static_cast<size_t>(options.width) * static_cast<size_t>(options.height);
-  const bool same_size =
-      src.width == options.width && src.height == options.height;
-  if (options.layout == Layout::kHWC) {
-    if (src.data == dst) return absl::OkStatus();
-    if (same_size) {
-      std::memcpy(dst, src.data, num_pixels * kChannels);
-      return absl::OkStatus();
-    }
-    return Resize(src, options, scratch, dst);
+  if (src.data == dst) return absl::OkStatus();  // decoded in place
+  const size_t src_row_bytes = static_cast<size_t>(src.width) * kChannels;
+  const bool crop_only =
+      options.resize == ResizeMode::kCenterCrop
+          ? (src.width == options.width && src.height >= options.height) ||
+                (src.height == options.height && src.width >= options.width)
+          : src.width == options.width && src.height == options.height;
+  if (crop_only) {
+    const int x0 = (src.width - options.width) / 2;
+    const int y0 = (src.height - options.height) / 2;
+    CopyOut(src.data + y0 * src_row_bytes + x0 * kChannels, src_row_bytes,
+            options.width, options.height, options.layout, dst);
+    return absl::OkStatus();
   }
-  const uint8_t* hwc = src.data;
-  if (!same_size) {
-    uint8_t* resized = Reserve(scratch.resized, num_pixels * kChannels);
-    SL_RETURN_IF_ERROR(Resize(src, options, scratch, resized));
-    hwc = resized;
-  }
-  HwcToChw(hwc, num_pixels, dst);
+  if (options.layout == Layout::kHWC) return Resize(src, options, scratch, dst);
+  const size_t row_bytes = static_cast<size_t>(options.width) * kChannels;
+  uint8_t* resized = Reserve(scratch.resized, row_bytes * options.height);
+  SL_RETURN_IF_ERROR(Resize(src, options, scratch, resized));
+  CopyOut(resized, row_bytes, options.width, options.height, Layout::kCHW,
+          dst);
   return absl::OkStatus();
 }
 

@@ -30,7 +30,12 @@ constexpr std::string_view kMagic = "\x93NUMPY";
 // not exhaust the stack).
 constexpr int kMaxDepth = 16;
 
-absl::Status Malformed(std::string_view why) {
+// Debian's Abseil has its own absl::string_view, distinct from std's.
+absl::string_view ToAbsl(std::string_view text) {
+  return absl::string_view(text.data(), text.size());
+}
+
+absl::Status Malformed(absl::string_view why) {
   return absl::DataLossError(absl::StrCat("malformed npy header: ", why));
 }
 
@@ -104,7 +109,7 @@ class HeaderParser {
       return absl::OkStatus();
     }
     return Malformed(absl::StrCat(
-        "unexpected '", absl::CHexEscape(text_.substr(start, 16)), "'"));
+        "unexpected '", absl::CHexEscape(ToAbsl(text_.substr(start, 16))), "'"));
   }
 
   // A quoted string without escapes (dtype descriptors and keys have none).
@@ -208,7 +213,7 @@ class HeaderParser {
 };
 
 // `what` describes the dtype, e.g. "'>f4'".
-absl::Status UnsupportedDtype(std::string_view what) {
+absl::Status UnsupportedDtype(absl::string_view what) {
   return absl::DataLossError(
       absl::StrCat("unsupported dtype ", what,
                    " in npy (supported: little-endian or byte-order-free "
@@ -240,7 +245,7 @@ absl::StatusOr<DType> ParseDescr(std::string_view descr) {
     if (byte_order == '>' && DTypeSize(code.dtype) > 1) break;
     return code.dtype;
   }
-  return UnsupportedDtype(absl::StrCat("'", absl::CHexEscape(descr), "'"));
+  return UnsupportedDtype(absl::StrCat("'", absl::CHexEscape(ToAbsl(descr)), "'"));
 }
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
@@ -390,7 +395,7 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes) {
       static_cast<uint64_t>(*num_elements) > available / element_size) {
     return absl::DataLossError(absl::StrCat(
         "npy data is ", available, " bytes, shorter than shape ",
-        ShapeString(header.shape), " of ", DTypeName(header.dtype),
+        ShapeString(header.shape), " of ", ToAbsl(DTypeName(header.dtype)),
         " requires"));
   }
   return header;
@@ -401,9 +406,9 @@ absl::Status DecodeNpy(std::string_view bytes, DType dtype,
   SL_ASSIGN_OR_RETURN(const NpyHeader header, ParseNpyHeader(bytes));
   if (header.dtype != dtype || absl::Span<const int64_t>(header.shape) != shape) {
     return absl::DataLossError(absl::StrCat(
-        "npy shape ", ShapeString(header.shape), " ", DTypeName(header.dtype),
+        "npy shape ", ShapeString(header.shape), " ", ToAbsl(DTypeName(header.dtype)),
         " does not match the declared ", ShapeString(shape), " ",
-        DTypeName(dtype)));
+        ToAbsl(DTypeName(dtype))));
   }
   const char* src = bytes.data() + header.data_offset;
   const size_t element_size = DTypeSize(dtype);

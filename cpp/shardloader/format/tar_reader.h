@@ -17,12 +17,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "shardloader/io/byte_source.h"
 
 namespace shardloader {
@@ -66,29 +66,34 @@ class TarReader {
   absl::StatusOr<std::optional<TarMember>> ReadNextMember();
   // Skips the unread data and the padding of the current member.
   absl::Status SkipCurrent();
+  // Validates the sparse map of an old GNU sparse header ('S') in `block`,
+  // reading its extension blocks (which `block` is reused for).
+  absl::Status ReadOldGnuSparseMap(char* block);
   // Reads up to `size` bytes; fewer only at the end of the stream.
   absl::StatusOr<size_t> ReadUpTo(char* dst, size_t size);
   // Skips up to `size` bytes; fewer only at the end of the stream.
   absl::StatusOr<int64_t> SkipUpTo(int64_t size);
   // Reads one 512-byte block into `block`. Returns false at a clean end of
-  // the stream; a partial block is DataLoss naming `offset`.
-  absl::StatusOr<bool> ReadBlock(char* block, int64_t offset);
-  // Reads the `size` data bytes (and padding) of the extension header at
-  // `offset` into `out`.
-  absl::Status ReadExtension(int64_t size, int64_t offset, std::string* out);
-  // Parses `pax_data_` into `pax_records_`.
-  absl::Status ParsePaxData(int64_t offset);
+  // the stream; a partial block is DataLoss.
+  absl::StatusOr<bool> ReadBlock(char* block);
+  // Reads the `size` data bytes of an extension header into `out` and skips
+  // their padding.
+  absl::Status ReadExtension(int64_t size, std::string* out);
+  // Parses and validates `pax_data_` into `pax_records_`.
+  absl::Status ParsePaxData();
   // Applies the records of a PAX global header ('g') to `global_*_`.
   void ApplyGlobalRecords();
   // The value of the last local PAX record `key`, if any.
-  std::optional<std::string_view> LocalRecord(std::string_view key) const;
-  // Validates the PAX GNU sparse records of a member (formats 0.0, 0.1, 1.0).
-  // Returns whether the member is sparse; may rename it (GNU.sparse.name).
-  absl::StatusOr<bool> CheckPaxSparse(std::string* name, int64_t offset);
+  std::optional<absl::string_view> LocalRecord(absl::string_view key) const;
+  // Validates the PAX GNU sparse records (formats 0.0, 0.1, 1.0) of a member
+  // of stored size `size`. Returns whether the member is sparse; may rename
+  // it (GNU.sparse.name).
+  absl::StatusOr<bool> CheckPaxSparse(int64_t size, std::string* name) const;
 
   ByteSource* source_;
-  absl::Status status_;   // sticky error of Next() and ReadData()
-  bool at_end_ = false;   // the end of the archive was reached
+  absl::Status status_;       // sticky error of Next() and ReadData()
+  bool at_end_ = false;       // the end of the archive was reached
+  int64_t error_offset_ = 0;  // header that errors are attributed to
 
   // The current member.
   std::string member_name_;     // for error messages
@@ -100,7 +105,7 @@ class TarReader {
   // Extension headers of the member being assembled. Buffers are reused
   // from member to member; `pax_records_` points into `pax_data_`.
   std::string pax_data_;
-  std::vector<std::pair<std::string_view, std::string_view>> pax_records_;
+  std::vector<std::pair<absl::string_view, absl::string_view>> pax_records_;
   std::string long_name_;  // GNU 'L'
   std::string long_link_;  // GNU 'K'
 

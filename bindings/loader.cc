@@ -1,0 +1,112 @@
+// LoaderOptions and Loader. Every wait releases the GIL and wakes every
+// 100 ms to let Python handle signals, so Ctrl-C stops a blocked iteration.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "absl/time/time.h"
+#include "bindings/batch.h"
+#include "bindings/status.h"
+#include "shardloader/loader.h"
+
+namespace shardloader::bindings {
+
+namespace py = pybind11;
+
+namespace {
+
+constexpr absl::Duration kSignalPollInterval = absl::Milliseconds(100);
+
+py::object NextBatch(Loader& loader) {
+  while (true) {
+    bool ready;
+    {
+      py::gil_scoped_release release;
+      ready = loader.WaitReady(kSignalPollInterval);
+    }
+    if (ready) break;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+  absl::StatusOr<std::optional<Batch>> batch;
+  {
+    py::gil_scoped_release release;
+    batch = loader.Next();
+  }
+  std::optional<Batch> value = Unwrap(std::move(batch));
+  if (!value.has_value()) return py::none();
+  return BatchToPython(*value);
+}
+
+// Joining the loader's threads may wait for a batch being decoded: let
+// other Python threads run meanwhile.
+struct GilReleasingDelete {
+  void operator()(Loader* loader) const {
+    py::gil_scoped_release release;
+    delete loader;
+  }
+};
+using LoaderHolder = std::unique_ptr<Loader, GilReleasingDelete>;
+
+}  // namespace
+
+void RegisterLoader(py::module_& m) {
+  py::class_<LoaderOptions>(m, "LoaderOptions")
+      .def(py::init<>())
+      .def_readwrite("shards", &LoaderOptions::shards)
+      .def_readwrite("fields", &LoaderOptions::fields)
+      .def_readwrite("batch_size", &LoaderOptions::batch_size)
+      .def_readwrite("drop_last", &LoaderOptions::drop_last)
+      .def_readwrite("shuffle", &LoaderOptions::shuffle)
+      .def_readwrite("seed", &LoaderOptions::seed)
+      .def_readwrite("epoch", &LoaderOptions::epoch)
+      .def_readwrite("shuffle_buffer_size", &LoaderOptions::shuffle_buffer_size)
+      .def_readwrite("rank", &LoaderOptions::rank)
+      .def_readwrite("world_size", &LoaderOptions::world_size)
+      .def_readwrite("worker", &LoaderOptions::worker)
+      .def_readwrite("num_workers", &LoaderOptions::num_workers)
+      .def_readwrite("num_threads", &LoaderOptions::num_threads)
+      .def_readwrite("num_io_threads", &LoaderOptions::num_io_threads)
+      .def_readwrite("prefetch_shards", &LoaderOptions::prefetch_shards)
+      .def_readwrite("prefetch_batches", &LoaderOptions::prefetch_batches)
+      .def_readwrite("block_size_bytes", &LoaderOptions::block_size_bytes);
+
+  py::class_<Loader, LoaderHolder>(m, "Loader")
+      .def(py::init([](LoaderOptions options) {
+             absl::StatusOr<std::unique_ptr<Loader>> loader;
+             {
+               py::gil_scoped_release release;
+               loader = Loader::Create(std::move(options));
+             }
+             return LoaderHolder(Unwrap(std::move(loader)).release());
+           }),
+           py::arg("options"))
+      .def("next", &NextBatch)
+      .def("set_epoch", &Loader::SetEpoch, py::arg("epoch"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("restart", &Loader::Restart, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("epoch", &Loader::epoch)
+      .def("num_samples",
+           [](Loader& loader) {
+             absl::StatusOr<int64_t> count;
+             {
+               py::gil_scoped_release release;
+               count = loader.NumSamples();
+             }
+             return Unwrap(std::move(count));
+           })
+      .def("num_batches",
+           [](Loader& loader) {
+             absl::StatusOr<int64_t> count;
+             {
+               py::gil_scoped_release release;
+               count = loader.NumBatches();
+             }
+             return Unwrap(std::move(count));
+           })
+      .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("shards", &Loader::shards)
+      .def_property_readonly("rank", [](const Loader& l) { return *l.options().rank; })
+      .def_property_readonly("world_size",
+                             [](const Loader& l) { return *l.options().world_size; });
+}
+
+}  // namespace shardloader::bindings

@@ -1,0 +1,49 @@
+// Shard lists and sample-level reading of one shard (for `inspect` and
+// tests).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bindings/status.h"
+#include "shardloader/format/sample_reader.h"
+#include "shardloader/io/open_source.h"
+#include "shardloader/plan/shard_list.h"
+
+namespace shardloader::bindings {
+
+namespace py = pybind11;
+
+void RegisterShards(py::module_& m) {
+  m.def("expand_braces", [](const std::string& pattern) {
+    return Unwrap(ExpandBraces(pattern));
+  });
+  m.def("resolve_shards", [](const std::vector<std::string>& specs) {
+    return Unwrap(ResolveShards(specs));
+  });
+
+  py::class_<SampleReader>(m, "SampleReader")
+      .def(py::init([](const std::string& uri, bool read_data) {
+             std::unique_ptr<ByteSource> source = Unwrap(OpenSource(uri));
+             return std::make_unique<SampleReader>(
+                 std::move(source),
+                 read_data ? std::nullopt
+                           : std::optional(std::vector<std::string>{}));
+           }),
+           py::arg("uri"), py::arg("read_data") = true)
+      // Returns (key, offset, index, {extension: bytes}) or None at the end.
+      .def("next", [](SampleReader& reader) -> py::object {
+        absl::StatusOr<std::optional<Sample>> sample;
+        {
+          py::gil_scoped_release release;
+          sample = reader.Next();
+        }
+        std::optional<Sample> value = Unwrap(std::move(sample));
+        if (!value.has_value()) return py::none();
+        py::dict fields;
+        for (const SampleField& field : value->fields) {
+          fields[py::str(field.extension)] = py::bytes(field.data);
+        }
+        return py::make_tuple(value->key, value->offset, value->index, fields);
+      });
+}
+
+}  // namespace shardloader::bindings

@@ -1,0 +1,168 @@
+"""The Loader: an iterable of training batches read from tar shards."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from . import _core
+from .fields import Field, Ragged, Text
+
+__all__ = ["Loader"]
+
+
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class Loader:
+    """Streams batches of decoded samples from tar shards (WebDataset layout).
+
+    Args:
+        urls: shard path(s): a path, a brace pattern such as
+            ``"train-{000000..000127}.tar"``, a directory of ``.tar`` files,
+            ``"::"``-joined specs, or a list of any of these.
+        fields: batch key -> :mod:`shardloader.fields` declaration, e.g.
+            ``{"image": Image("jpg", size=224), "label": Int("cls")}``.
+        batch_size: samples per batch.
+        shuffle: permute shards and shuffle samples (seeded) every epoch.
+        seed: seed of every random choice; with the same seed, epoch, rank
+            and world size, batches are identical whatever the thread count.
+        rank, world_size: this process's place in distributed training;
+            default from the ``RANK`` / ``WORLD_SIZE`` environment (torchrun),
+            else 0 and 1. Shards are dealt round-robin to ranks.
+        num_threads: decode threads; 0 uses the CPUs this process may run on.
+        drop_last: drop each epoch's last, smaller batch.
+        shuffle_buffer_size: samples held by the shuffle buffer.
+        epoch: the first epoch (see :meth:`set_epoch`).
+        worker, num_workers: DataLoader worker split within this rank.
+        output: ``"torch"`` (tensors; the default when torch is installed) or
+            ``"numpy"`` (arrays).
+        num_io_threads, prefetch_shards, prefetch_batches: read-ahead depth.
+
+    Each batch is a ``dict``: one entry per field (see
+    :mod:`shardloader.fields` for shapes and dtypes) plus ``"__key__"``, the
+    sample keys. Tensors are zero-copy views of the loader's batch memory,
+    which returns to its pool when they are freed.
+
+    Raises:
+        InvalidArgumentError: bad options (at construction).
+        NotFoundError, DataLossError, ...: while iterating, naming the shard,
+            byte offset and sample key (``.uri``, ``.offset``, ``.key``).
+    """
+
+    def __init__(self, urls: str | os.PathLike | Sequence[str | os.PathLike],
+                 fields: Mapping[str, Field], *, batch_size: int = 1,
+                 shuffle: bool = True, seed: int = 0, rank: int | None = None,
+                 world_size: int | None = None, num_threads: int = 0,
+                 drop_last: bool = False, shuffle_buffer_size: int = 1000,
+                 epoch: int = 0, worker: int = 0, num_workers: int = 1,
+                 output: str | None = None, num_io_threads: int = 2,
+                 prefetch_shards: int = 2, prefetch_batches: int = 2):
+        if isinstance(urls, (str, os.PathLike)):
+            urls = [urls]
+        if output is None:
+            output = "torch" if _torch_available() else "numpy"
+        if output not in ("torch", "numpy"):
+            from .errors import InvalidArgumentError
+            raise InvalidArgumentError(f"output must be 'torch' or 'numpy', got {output!r}")
+        self._output = output
+        self._fields = dict(fields)
+        options = _core.LoaderOptions()
+        options.shards = [os.fspath(u) for u in urls]
+        options.fields = [field.spec(name) for name, field in self._fields.items()]
+        options.batch_size = batch_size
+        options.shuffle = shuffle
+        options.seed = seed
+        options.rank = rank
+        options.world_size = world_size
+        options.num_threads = num_threads
+        options.drop_last = drop_last
+        options.shuffle_buffer_size = shuffle_buffer_size
+        options.epoch = epoch
+        options.worker = worker
+        options.num_workers = num_workers
+        options.num_io_threads = num_io_threads
+        options.prefetch_shards = prefetch_shards
+        options.prefetch_batches = prefetch_batches
+        self._core = _core.Loader(options)
+
+    def __iter__(self) -> Iterator[dict]:
+        """Iterates the current epoch from its beginning."""
+        self._core.restart()
+        while True:
+            raw = self._core.next()
+            if raw is None:
+                return
+            yield self._convert(raw)
+
+    def __len__(self) -> int:
+        """Batches this rank/worker yields in the current epoch."""
+        return self._core.num_batches()
+
+    def num_samples(self) -> int:
+        """Samples this rank/worker reads in the current epoch."""
+        return self._core.num_samples()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Selects the epoch the next iteration runs (shard order, shuffle)."""
+        self._core.set_epoch(epoch)
+
+    @property
+    def epoch(self) -> int:
+        return self._core.epoch
+
+    @property
+    def shards(self) -> list[str]:
+        """All shards, resolved from ``urls``, before any split."""
+        return self._core.shards
+
+    @property
+    def rank(self) -> int:
+        return self._core.rank
+
+    @property
+    def world_size(self) -> int:
+        return self._core.world_size
+
+    def close(self) -> None:
+        """Stops the loader's threads; iterating afterwards raises."""
+        self._core.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _convert(self, raw) -> dict:
+        _, fields, keys = raw
+        wrap = _to_torch if self._output == "torch" else (lambda a: a)
+        batch = {}
+        for name, values, offsets in fields:
+            if offsets is None:
+                batch[name] = wrap(values)
+            elif isinstance(self._fields[name], Text):
+                batch[name] = _decode_text(values, offsets)
+            else:
+                batch[name] = Ragged(wrap(values), wrap(offsets))
+        batch["__key__"] = keys
+        return batch
+
+
+def _to_torch(array: np.ndarray):
+    import torch
+    return torch.from_numpy(array)
+
+
+def _decode_text(values: np.ndarray, offsets: np.ndarray) -> list[str]:
+    data = values.tobytes()
+    bounds = offsets.tolist()
+    return [data[bounds[i]:bounds[i + 1]].decode("utf-8")
+            for i in range(len(bounds) - 1)]

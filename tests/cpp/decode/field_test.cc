@@ -1,0 +1,140 @@
+#include "shardloader/decode/field.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardloader/decode/image.h"
+#include "shardloader/dtype.h"
+
+namespace shardloader {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+FieldSpec Field(FieldKind kind) {
+  FieldSpec field;
+  field.name = "x";
+  field.extensions = {"bin"};
+  field.kind = kind;
+  return field;
+}
+
+TEST(FieldSpecTest, Bytes) {
+  const FieldSpec field = Field(FieldKind::kBytes);
+  EXPECT_TRUE(field.ragged());
+  EXPECT_EQ(field.batch_dtype(), DType::kUInt8);
+  EXPECT_THAT(field.sample_shape(), IsEmpty());
+  EXPECT_EQ(field.sample_bytes(), 0u);
+  EXPECT_TRUE(field.Validate().ok());
+}
+
+TEST(FieldSpecTest, Text) {
+  const FieldSpec field = Field(FieldKind::kText);
+  EXPECT_TRUE(field.ragged());
+  EXPECT_EQ(field.batch_dtype(), DType::kUInt8);
+  EXPECT_THAT(field.sample_shape(), IsEmpty());
+  EXPECT_EQ(field.sample_bytes(), 0u);
+}
+
+TEST(FieldSpecTest, Int) {
+  const FieldSpec field = Field(FieldKind::kInt);
+  EXPECT_FALSE(field.ragged());
+  EXPECT_EQ(field.batch_dtype(), DType::kInt64);
+  EXPECT_THAT(field.sample_shape(), IsEmpty());
+  EXPECT_EQ(field.sample_bytes(), 8u);
+}
+
+TEST(FieldSpecTest, Npy) {
+  FieldSpec field = Field(FieldKind::kNpy);
+  field.dtype = DType::kFloat32;
+  field.shape = {3, 4};
+  EXPECT_FALSE(field.ragged());
+  EXPECT_EQ(field.batch_dtype(), DType::kFloat32);
+  EXPECT_THAT(field.sample_shape(), ElementsAre(3, 4));
+  EXPECT_EQ(field.sample_bytes(), 48u);
+  EXPECT_TRUE(field.Validate().ok());
+
+  field.shape = {};  // a scalar
+  field.dtype = DType::kFloat16;
+  EXPECT_THAT(field.sample_shape(), IsEmpty());
+  EXPECT_EQ(field.sample_bytes(), 2u);
+  EXPECT_TRUE(field.Validate().ok());
+}
+
+TEST(FieldSpecTest, Image) {
+  FieldSpec field = Field(FieldKind::kImage);
+  field.image.height = 224;
+  field.image.width = 160;
+  field.dtype = DType::kFloat64;  // ignored for images
+  EXPECT_EQ(field.batch_dtype(), DType::kUInt8);
+  EXPECT_THAT(field.sample_shape(), ElementsAre(224, 160, 3));
+  EXPECT_EQ(field.sample_bytes(), 224u * 160 * 3);
+  field.image.layout = Layout::kCHW;
+  EXPECT_THAT(field.sample_shape(), ElementsAre(3, 224, 160));
+  EXPECT_EQ(field.sample_bytes(), 224u * 160 * 3);
+  EXPECT_TRUE(field.Validate().ok());
+}
+
+TEST(FieldSpecTest, ValidateAcceptsUsualExtensions) {
+  FieldSpec field = Field(FieldKind::kBytes);
+  field.extensions = {"jpg", "jpeg", "png", "seg.png", "__key__", "x-1"};
+  EXPECT_TRUE(field.Validate().ok());
+}
+
+void ExpectInvalid(const FieldSpec& field, const std::string& detail) {
+  const absl::Status status = field.Validate();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << detail;
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("field '" + field.name + "'"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr(detail));
+}
+
+TEST(FieldSpecTest, ValidateRejectsBadNamesAndExtensions) {
+  FieldSpec field = Field(FieldKind::kBytes);
+  field.name = "";
+  ExpectInvalid(field, "name is empty");
+
+  field = Field(FieldKind::kBytes);
+  field.extensions = {};
+  ExpectInvalid(field, "no extensions");
+
+  for (const char* extension : {"JPG", "Png"}) {
+    field.extensions = {"jpg", extension};
+    ExpectInvalid(field, "lowercase");
+  }
+  for (const char* extension : {".jpg", "jpg.", "seg..png", "."}) {
+    field.extensions = {extension};
+    ExpectInvalid(field, "without the dot");
+  }
+  for (const char* extension : {"jpg;png", "jpg png", "a/b"}) {
+    field.extensions = {extension};
+    ExpectInvalid(field, "separator");
+  }
+  field.extensions = {""};
+  ExpectInvalid(field, "empty");
+}
+
+TEST(FieldSpecTest, ValidateRejectsBadShapes) {
+  FieldSpec field = Field(FieldKind::kNpy);
+  field.shape = {3, 0};
+  ExpectInvalid(field, "shape (3, 0)");
+  field.shape = {-1};
+  ExpectInvalid(field, "positive");
+
+  field = Field(FieldKind::kImage);
+  field.image.height = 0;
+  field.image.width = 10;
+  ExpectInvalid(field, "image size 0x10");
+  field.image.height = 10;
+  field.image.width = -2;
+  ExpectInvalid(field, "must be positive");
+}
+
+}  // namespace
+}  // namespace shardloader

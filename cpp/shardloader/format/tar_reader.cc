@@ -24,7 +24,7 @@ constexpr int64_t kMaxExtensionBytes = int64_t{1} << 20;
 // ReadData() grows its output as the data arrives, from this size (or the
 // output's capacity) on, so that a corrupt size cannot allocate much more
 // than the archive holds.
-constexpr size_t kReadStepBytes = size_t{8} << 20;
+constexpr size_t kReadStepBytes = size_t{1} << 20;
 // Largest single ByteSource::Skip() call, far from int64 overflow.
 constexpr int64_t kMaxSkipBytes = int64_t{1} << 40;
 
@@ -95,12 +95,11 @@ int64_t Padding(int64_t size) { return -size & (kBlockSize - 1); }
 
 // Octal, padded with spaces and NULs on either side.
 std::optional<int64_t> ParseOctal(absl::string_view field) {
-  constexpr absl::string_view kPad(" \0", 2);
-  const size_t begin = field.find_first_not_of(kPad);
-  if (begin == absl::string_view::npos) return 0;
-  field = CString(field.substr(begin, field.find_last_not_of(kPad) + 1 - begin));
+  auto is_pad = [](char c) { return c == ' ' || c == '\0'; };
+  while (!field.empty() && is_pad(field.front())) field.remove_prefix(1);
+  while (!field.empty() && is_pad(field.back())) field.remove_suffix(1);
   uint64_t value = 0;
-  for (const char c : field) {
+  for (const char c : CString(field)) {
     if (c < '0' || c > '7' || value > (~uint64_t{0} >> 3)) return std::nullopt;
     value = value << 3 | static_cast<uint64_t>(c - '0');
   }
@@ -225,7 +224,8 @@ Format GetFormat(const char* block) {
                ? Format::kStar
                : Format::kUstar;
   }
-  if (magic == "ustar " && Get(block, kVersion) == absl::string_view(" \0", 2)) {
+  if (magic == "ustar " &&
+      Get(block, kVersion) == absl::string_view(" \0", 2)) {
     return Format::kGnu;
   }
   return Format::kV7;
@@ -436,10 +436,10 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
           first_offset = -1;
         }
         continue;
-      case 'L':  // GNU long name for the next member
-      case 'K':  // GNU long link name for the next member
-      {
-        std::string* value = header.typeflag == 'L' ? &long_name_ : &long_link_;
+      case 'L':    // GNU long name for the next member
+      case 'K': {  // GNU long link name for the next member
+        std::string* value =
+            header.typeflag == 'L' ? &long_name_ : &long_link_;
         SL_RETURN_IF_ERROR(ReadExtension(header.size, value));
         value->resize(CString(*value).size());
         continue;

@@ -232,7 +232,7 @@ absl::Status TarWriter::AppendHeader(absl::string_view name_field,
                                      absl::string_view prefix_field,
                                      int64_t size, char typeflag) {
   char block[kBlockSize] = {};
-  std::memcpy(block, name_field.data(), name_field.size());
+  std::copy(name_field.begin(), name_field.end(), block);
   PutOctal(block + 100, 8, 0644);                                 // mode
   PutOctal(block + 108, 8, 0);                                    // uid
   PutOctal(block + 116, 8, 0);                                    // gid
@@ -243,7 +243,7 @@ absl::Status TarWriter::AppendHeader(absl::string_view name_field,
   std::memcpy(block + 263, "00", 2);                              // version
   PutOctal(block + 329, 8, 0);                                    // devmajor
   PutOctal(block + 337, 8, 0);                                    // devminor
-  std::memcpy(block + 345, prefix_field.data(), prefix_field.size());
+  std::copy(prefix_field.begin(), prefix_field.end(), block + 345);
   // The checksum sums the block with its own field as spaces and is written
   // as six octal digits, a NUL and a space.
   std::memset(block + 148, ' ', 8);
@@ -259,14 +259,18 @@ absl::Status TarWriter::AppendPadding(int64_t size) {
 
 absl::Status TarWriter::Append(absl::string_view data) {
   bytes_written_ += static_cast<int64_t>(data.size());
-  if (data.size() < options_.buffer_size_bytes) {
-    buffer_.append(data.data(), data.size());
-    return buffer_.size() >= options_.buffer_size_bytes ? Flush()
-                                                        : absl::OkStatus();
+  const size_t capacity = options_.buffer_size_bytes;
+  while (!data.empty()) {
+    if (buffer_.empty() && data.size() >= capacity) {
+      status_ = sink_->Write(data);
+      return status_;
+    }
+    const size_t n = std::min(data.size(), capacity - buffer_.size());
+    buffer_.append(data.data(), n);
+    data.remove_prefix(n);
+    if (buffer_.size() == capacity) SL_RETURN_IF_ERROR(Flush());
   }
-  SL_RETURN_IF_ERROR(Flush());
-  status_ = sink_->Write(data);
-  return status_;
+  return absl::OkStatus();
 }
 
 absl::Status TarWriter::Flush() {

@@ -13,7 +13,8 @@
 // Bytes go to a TarSink: a POSIX file descriptor (Create(fd, ...)) or any
 // other implementation. The writer buffers them and hands the sink chunks of
 // at least `TarWriterOptions::buffer_size_bytes` (1 MiB by default), except
-// for the last one; data at least that large goes to the sink directly.
+// for the last one; the data of a large file tops up the buffer and the rest
+// goes to the sink directly, without a copy.
 //
 // Ownership: the writer owns its sink; a file descriptor sink does not own
 // (or close) its descriptor. Destroying a writer without Finish() drops the

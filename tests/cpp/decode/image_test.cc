@@ -461,20 +461,27 @@ TEST(DecodeImageTest, MatchesPilAtFullSize) {
   }
 }
 
-// Area average of the region [x0, x1) x [y0, y1) of an HWC image (pixel
-// units), sampled to width x height: a reference for the resampler.
+// Area average of the region [x0, x1) x [y0, y1) (pixel units, clipped to
+// the image) of an HWC image, sampled to width x height: a reference for
+// the resampler.
 std::vector<double> BoxResample(const std::vector<uint8_t>& image,
-                                int image_width, double x0, double y0,
-                                double x1, double y1, int width, int height) {
+                                int image_width, int image_height, double x0,
+                                double y0, double x1, double y1, int width,
+                                int height) {
   std::vector<double> out(size_t{3} * width * height);
   const double step_x = (x1 - x0) / width;
   const double step_y = (y1 - y0) / height;
+  auto span = [](double start, double end, int limit) {
+    const int low = std::clamp(static_cast<int>(start), 0, limit - 1);
+    const int high = std::clamp(static_cast<int>(end), low + 1, limit);
+    return std::pair<int, int>(low, high);
+  };
   for (int oy = 0; oy < height; ++oy) {
+    const auto [top, bottom] =
+        span(y0 + oy * step_y, y0 + (oy + 1) * step_y, image_height);
     for (int ox = 0; ox < width; ++ox) {
-      const int left = static_cast<int>(x0 + ox * step_x);
-      const int right = std::max(left + 1, static_cast<int>(x0 + (ox + 1) * step_x));
-      const int top = static_cast<int>(y0 + oy * step_y);
-      const int bottom = std::max(top + 1, static_cast<int>(y0 + (oy + 1) * step_y));
+      const auto [left, right] =
+          span(x0 + ox * step_x, x0 + (ox + 1) * step_x, image_width);
       for (int c = 0; c < 3; ++c) {
         double sum = 0;
         for (int y = top; y < bottom; ++y) {
@@ -525,7 +532,7 @@ TEST(DecodeImageTest, DownscalingMatchesAreaAverage) {
       const auto stretch = Decode(bytes, height, width, ResizeMode::kStretch);
       ASSERT_TRUE(stretch.ok()) << stretch.status();
       EXPECT_LT(MeanAbsoluteDifference(
-                    *stretch, BoxResample(*full, c.width, 0, 0, c.width,
+                    *stretch, BoxResample(*full, c.width, c.height, 0, 0, c.width,
                                           c.height, width, height)),
                 kMaxResampleError);
 
@@ -538,14 +545,14 @@ TEST(DecodeImageTest, DownscalingMatchesAreaAverage) {
       const double x0 = (c.width - region_width) / 2;
       const double y0 = (c.height - region_height) / 2;
       const double error = MeanAbsoluteDifference(
-          *crop, BoxResample(*full, c.width, x0, y0, x0 + region_width,
+          *crop, BoxResample(*full, c.width, c.height, x0, y0, x0 + region_width,
                              y0 + region_height, width, height));
       EXPECT_LT(error, kMaxResampleError);
       // The same region shifted by a tenth of its size is clearly worse.
       const double shift = region_width / 10;
       const double x_shift = x0 >= shift ? -shift : shift;
       const double shifted_error = MeanAbsoluteDifference(
-          *crop, BoxResample(*full, c.width, x0 + x_shift, y0,
+          *crop, BoxResample(*full, c.width, c.height, x0 + x_shift, y0,
                              x0 + x_shift + region_width, y0 + region_height,
                              width, height));
       EXPECT_GT(shifted_error, 2 * error);

@@ -1,0 +1,206 @@
+#include "shardloader/loader.h"
+
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardloader/shard_writer.h"
+#include "test_util.h"
+
+namespace shardloader {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Writes `num_samples` samples ("sNNNN" with .cls = index, .txt = key) into
+// shards of `per_shard` samples; returns the shard pattern for the Loader.
+std::string WriteDataset(const testing::TempDir& dir, int num_samples, int per_shard) {
+  auto writer = *ShardWriter::Create(
+      {.pattern = dir.Join("d-%04d.tar"), .max_samples_per_shard = per_shard});
+  for (int i = 0; i < num_samples; ++i) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "s%04d", i);
+    EXPECT_TRUE(writer->Write(key, {{"cls", std::to_string(i)}, {"txt", key}}).ok());
+  }
+  EXPECT_TRUE(writer->Close().ok());
+  return dir.path();
+}
+
+std::vector<FieldSpec> LabelAndText() {
+  return {FieldSpec{.name = "label", .extensions = {"cls"}, .kind = FieldKind::kInt},
+          FieldSpec{.name = "text", .extensions = {"txt"}, .kind = FieldKind::kText}};
+}
+
+// All batches of one epoch as label lists.
+std::vector<std::vector<int64_t>> Epoch(Loader& loader) {
+  std::vector<std::vector<int64_t>> batches;
+  while (true) {
+    absl::StatusOr<std::optional<Batch>> batch = loader.Next();
+    EXPECT_TRUE(batch.ok()) << batch.status();
+    if (!batch.ok() || !batch->has_value()) break;
+    const BatchField* label = (*batch)->Find("label");
+    const auto* values = static_cast<const int64_t*>(label->values.data);
+    batches.emplace_back(values, values + (*batch)->num_samples());
+  }
+  return batches;
+}
+
+TEST(LoaderTest, YieldsEverySampleOnceWithMatchingFields) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 103, 10);
+  auto loader = Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                                .batch_size = 8, .shuffle_buffer_size = 50});
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EXPECT_EQ(*(*loader)->NumBatches(), 13);
+  std::set<int64_t> seen;
+  int64_t batches = 0;
+  while (true) {
+    absl::StatusOr<std::optional<Batch>> batch = (*loader)->Next();
+    ASSERT_TRUE(batch.ok()) << batch.status();
+    if (!batch->has_value()) break;
+    ++batches;
+    const Batch& b = **batch;
+    const auto* labels = static_cast<const int64_t*>(b.Find("label")->values.data);
+    const BatchField* text = b.Find("text");
+    const auto* offsets = static_cast<const int64_t*>(text->offsets->data);
+    const auto* chars = static_cast<const char*>(text->values.data);
+    for (int64_t i = 0; i < b.num_samples(); ++i) {
+      char key[16];
+      std::snprintf(key, sizeof(key), "s%04d", static_cast<int>(labels[i]));
+      EXPECT_EQ(std::string(chars + offsets[i], offsets[i + 1] - offsets[i]), key);
+      EXPECT_EQ(b.keys()[i], key);
+      EXPECT_TRUE(seen.insert(labels[i]).second) << "repeated " << labels[i];
+    }
+  }
+  EXPECT_EQ(batches, 13);
+  EXPECT_EQ(seen.size(), 103u);
+  // The epoch stays over until it is restarted.
+  EXPECT_FALSE((*loader)->Next()->has_value());
+}
+
+TEST(LoaderTest, OrderDependsOnSeedAndEpochNotOnThreads) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 200, 17);
+  auto make = [&](int threads, int io_threads, uint64_t seed) {
+    return *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                            .batch_size = 16, .seed = seed,
+                            .shuffle_buffer_size = 40, .num_threads = threads,
+                            .num_io_threads = io_threads});
+  };
+  auto one = make(1, 1, 5);
+  auto many = make(4, 3, 5);
+  const auto reference = Epoch(*one);
+  EXPECT_EQ(reference, Epoch(*many));
+  EXPECT_NE(reference, Epoch(*make(1, 1, 6)));
+  many->SetEpoch(1);
+  const auto epoch1 = Epoch(*many);
+  EXPECT_NE(reference, epoch1);
+  many->SetEpoch(0);
+  EXPECT_EQ(reference, Epoch(*many));
+}
+
+TEST(LoaderTest, NoShuffleKeepsShardOrder) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 30, 7);
+  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                                 .batch_size = 30, .shuffle = false});
+  const auto batches = Epoch(*loader);
+  ASSERT_EQ(batches.size(), 1u);
+  for (int64_t i = 0; i < 30; ++i) EXPECT_EQ(batches[0][i], i);
+}
+
+TEST(LoaderTest, DropLastAndRanksSplitTheData) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 100, 10);
+  std::set<int64_t> all;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                                   .batch_size = 7, .drop_last = true,
+                                   .rank = rank, .world_size = 2});
+    const auto batches = Epoch(*loader);
+    EXPECT_EQ(static_cast<int64_t>(batches.size()), *loader->NumBatches());
+    for (const auto& batch : batches) {
+      EXPECT_EQ(batch.size(), 7u);
+      for (int64_t label : batch) EXPECT_TRUE(all.insert(label).second);
+    }
+  }
+  EXPECT_GE(all.size(), 100u - 2 * 6);
+}
+
+TEST(LoaderTest, MissingShardIsNotFoundNamingIt) {
+  testing::TempDir dir;
+  auto loader = *Loader::Create({.shards = {dir.Join("nope-{0..1}.tar")},
+                                 .fields = LabelAndText()});
+  absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(batch.status().message()), HasSubstr("nope-"));
+}
+
+TEST(LoaderTest, BadLabelIsDataLossNamingShardOffsetAndKey) {
+  testing::TempDir dir;
+  auto writer = *ShardWriter::Create({.pattern = dir.Join("bad-%d.tar")});
+  ASSERT_TRUE(writer->Write("good", {{"cls", "1"}, {"txt", "a"}}).ok());
+  ASSERT_TRUE(writer->Write("broken", {{"cls", "one"}, {"txt", "b"}}).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  auto loader = *Loader::Create({.shards = {dir.Join("bad-0.tar")},
+                                 .fields = LabelAndText(), .batch_size = 2,
+                                 .shuffle = false});
+  absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss);
+  const std::string message(batch.status().message());
+  EXPECT_THAT(message, HasSubstr("bad-0.tar"));
+  EXPECT_THAT(message, HasSubstr("offset 2048"));
+  EXPECT_THAT(message, HasSubstr("sample broken"));
+  EXPECT_THAT(message, HasSubstr("field 'label'"));
+}
+
+TEST(LoaderTest, RejectsBadOptions) {
+  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = {}}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(),
+                            .batch_size = 0})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(),
+                            .rank = 1, .world_size = 2})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);  // one shard, two ranks
+}
+
+TEST(LoaderTest, WarmLoaderReusesBatchMemory) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 400, 50);
+  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                                 .batch_size = 4, .prefetch_batches = 2});
+  std::set<const void*> buffers;
+  while (true) {
+    absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+    ASSERT_TRUE(batch.ok());
+    if (!batch->has_value()) break;
+    buffers.insert((*batch)->Find("label")->values.data);
+  }
+  // 100 batches came from a handful of pooled slots.
+  EXPECT_LE(buffers.size(), 5u);
+}
+
+TEST(LoaderTest, CloseEndsIterationAndBatchesOutliveTheLoader) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 50, 10);
+  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                                 .batch_size = 5, .shuffle = false});
+  std::optional<Batch> kept = **loader->Next();
+  loader->Close();
+  EXPECT_EQ(loader->Next().status().code(), absl::StatusCode::kFailedPrecondition);
+  loader.reset();
+  EXPECT_EQ(static_cast<const int64_t*>(kept->Find("label")->values.data)[4], 4);
+}
+
+}  // namespace
+}  // namespace shardloader

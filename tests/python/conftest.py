@@ -164,3 +164,119 @@ def jpeg_shards(tmp_path_factory) -> list[str]:
     """4 shards of 40 small JPEGs each (160 in all)."""
     return make_jpeg_shards(tmp_path_factory.mktemp("jpeg"), num_samples=160,
                             per_shard=40)
+
+
+# ---------------------------------------------------------------------------
+# A directory of small files (ImageFolder layout) and its packed shards
+
+class SourceTree:
+    """A directory tree made at test time and what packing it must give.
+
+    ``samples``: key -> {extension: bytes}, including the ``cls`` label that
+    ``pack`` adds (index of the top folder in sorted order); ``classes``: the
+    class folders in sorted order."""
+
+    def __init__(self, root: Path, samples: dict[str, dict[str, bytes]],
+                 classes: list[str]):
+        self.root = root
+        self.samples = samples
+        self.classes = classes
+
+    def members(self) -> set[str]:
+        return {f"{key}.{ext}" for key, fields in self.samples.items() for ext in fields}
+
+
+SOURCE_EXTENSIONS = ("jpg", "json", "seg.png")
+
+
+def make_source_tree(root: Path, variant: str) -> SourceTree:
+    """Writes an ImageFolder tree under ``root``. Each sample has a .jpg
+    (random binary bytes: NULs, 0xff, ...), a .json (empty for one sample) and
+    a .seg.png (an extension with a dot). ``variant``: "short_names" keeps
+    every path short; "long_names" uses realistic names and a path of more
+    than 100 bytes (beyond the ustar name field)."""
+    import random
+
+    rng = random.Random(f"tree-{variant}")
+    if variant == "short_names":
+        stems = {"a": ["a/k1", "a/k2"], "b": ["b/k1", "b/n/k3"], "c": ["c/k4"]}
+    elif variant == "long_names":
+        long_stem = "zebra/" + "d" * 60 + "/" + "e" * 70
+        stems = {"cat": ["cat/cat_0001", "cat/cat_0002"],
+                 "dog": ["dog/dog_0001", "dog/nested/dog_0100"],
+                 "zebra": [long_stem]}
+        assert len(long_stem + ".seg.png") > 100
+    else:
+        raise ValueError(variant)
+    classes = sorted(stems)
+    samples: dict[str, dict[str, bytes]] = {}
+    for label, class_name in enumerate(classes):
+        for key in stems[class_name]:
+            fields = {
+                "jpg": b"\xff\xd8\x00\x00" + rng.randbytes(rng.randrange(100, 3000)) + b"\x00",
+                "json": b"" if key.endswith("2") else
+                        ('{"key": "%s", "caf\u00e9": true}' % key).encode(),
+                "seg.png": bytes(range(256)) * rng.randrange(1, 4),
+            }
+            for ext, data in fields.items():
+                path = root / f"{key}.{ext}"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            samples[key] = {**fields, "cls": str(label).encode()}
+    # Files pack must ignore: hidden files and names without an extension.
+    (root / classes[0] / ".hidden.jpg").write_bytes(b"hidden")
+    (root / classes[0] / "NOTES").write_bytes(b"no extension")
+    return SourceTree(root, samples, classes)
+
+
+@pytest.fixture(scope="session", params=["short_names", "long_names"])
+def source_tree(request, tmp_path_factory) -> SourceTree:
+    return make_source_tree(tmp_path_factory.mktemp(f"src-{request.param}"), request.param)
+
+
+class Packed:
+    """The output of packing a SourceTree: directory, shard paths, index."""
+
+    def __init__(self, tree: SourceTree, out_dir: Path, method: str):
+        self.tree = tree
+        self.out_dir = out_dir
+        self.method = method
+        self.shards = sorted(str(p) for p in out_dir.glob("*.tar"))
+        self.index_path = out_dir / "index.json"
+
+
+PACK_MAX_COUNT = 2
+
+
+def pack_with_cli(tree: SourceTree, out_dir: Path) -> Packed:
+    import subprocess
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [*shardloader_command(), "pack", str(tree.root), str(out_dir / "train-%06d.tar"),
+         "--max-count", str(PACK_MAX_COUNT), "--threads", "2"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"shardloader pack failed:\n{result.stdout}\n{result.stderr}"
+    assert f"wrote {len(tree.samples)} samples" in result.stdout, result.stdout
+    return Packed(tree, out_dir, "cli")
+
+
+def pack_with_function(tree: SourceTree, out_dir: Path) -> Packed:
+    from shardloader.cli.pack import pack
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    writer = pack(str(tree.root), str(out_dir / "train-{000000..}.tar"),
+                  max_count=PACK_MAX_COUNT, num_threads=2, progress=False)
+    assert sum(s.num_samples for s in writer.shards) == len(tree.samples)
+    assert os.path.abspath(writer.index_path) == str(out_dir / "index.json")
+    return Packed(tree, out_dir, "function")
+
+
+@pytest.fixture(scope="session", params=["cli", "function"])
+def packed(request, source_tree, tmp_path_factory) -> Packed:
+    """``source_tree`` packed by the ``shardloader pack`` command or by the
+    ``pack()`` function, 2 samples per shard."""
+    out_dir = tmp_path_factory.mktemp(f"packed-{request.param}") / "out"
+    if request.param == "cli":
+        return pack_with_cli(source_tree, out_dir)
+    return pack_with_function(source_tree, out_dir)

@@ -8,6 +8,13 @@
 // ../shared/data/edge/tar): the error is DataLoss and names the shard and the
 // byte offset of the offending header.
 //
+// As in Go, the last of several extension headers of one kind wins, and the
+// stream may end cleanly right after extension headers or within a member's
+// padding. Beyond Go: the path, linkpath and size records of PAX global
+// headers apply to every later member until a local record overrides them
+// (POSIX), and Solaris 'X' headers are read as PAX 'x' headers. Errors about
+// the archive are sticky: later calls of Next() and ReadData() return them.
+//
 // Ownership: does not own the source, which must outlive the reader.
 // Thread-safety: thread-compatible.
 #ifndef SHARDLOADER_FORMAT_TAR_READER_H_
@@ -58,7 +65,9 @@ class TarReader {
 
   // Reads the whole data of the current member into `out` (resized to the
   // member's size, reusing its capacity). At most once per member, after
-  // Next() returned it. Errors: DataLoss if the archive ends early.
+  // Next() returned it. The data of kOther members (sparse files, ...) is
+  // returned as stored. Errors: DataLoss if the archive ends early;
+  // FailedPrecondition before Next() or on a second call for a member.
   absl::Status ReadData(std::string* out);
 
  private:

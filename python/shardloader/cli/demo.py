@@ -162,6 +162,7 @@ def _demo(args, workdir: str) -> int:
     torch_threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
+        _warm_up(plan)
         results = {"shardloader": _run_path(plan, "shardloader", _shardloader_passes),
                    "naive": _run_path(plan, "naive", _naive_passes)}
     finally:
@@ -376,6 +377,18 @@ def _run_path(plan: Plan, name: str, passes: type) -> Result:
                   total_s=time.perf_counter() - started)
 
 
+def _warm_up(plan: Plan) -> None:
+    """Runs one training step on a blank batch, so that torch's one-time
+    set-up is not charged to whichever loader runs first."""
+    import torch
+
+    model = _make_model(plan.size, len(plan.folder.classes))
+    blank = torch.zeros(plan.batch_size, plan.size, plan.size, 3, dtype=torch.uint8)
+    train(model, lambda epoch: [(blank, torch.zeros(plan.batch_size, dtype=torch.int64))],
+          epochs=1, learning_rate=plan.learning_rate, label=None)
+    evaluate(model, [(blank, torch.zeros(plan.batch_size, dtype=torch.int64))])
+
+
 def _time_pass(batches: Batches, began: float | None = None) -> float:
     """Seconds to draw every batch of a pass, doing nothing with them, from
     ``began`` (a ``time.perf_counter()`` reading; default: now)."""
@@ -397,9 +410,10 @@ class TrainStats:
 
 
 def train(model, passes: PassFactory, *, epochs: int, learning_rate: float,
-          label: str) -> TrainStats:
+          label: str | None) -> TrainStats:
     """Trains ``model`` with Adam on cross-entropy for ``epochs`` passes;
-    ``passes(epoch)`` yields (uint8 (B, S, S, 3), int64 (B,)) batches."""
+    ``passes(epoch)`` yields (uint8 (B, S, S, 3), int64 (B,)) batches. Prints
+    a line per epoch prefixed with ``label`` (none if None)."""
     import torch
 
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
@@ -424,9 +438,10 @@ def train(model, passes: PassFactory, *, epochs: int, learning_rate: float,
         num_samples += epoch_samples
         wait_s += epoch_wait_s
         loop_s += epoch_s
-        print(f"[{label}] epoch {epoch + 1}/{epochs}: loss {final_loss:.3f}, "
-              f"{epoch_samples / epoch_s:.0f} samples/s, "
-              f"{100 * epoch_wait_s / epoch_s:.0f}% waiting for data", flush=True)
+        if label is not None:
+            print(f"[{label}] epoch {epoch + 1}/{epochs}: loss {final_loss:.3f}, "
+                  f"{epoch_samples / epoch_s:,.0f} samples/s, "
+                  f"{100 * epoch_wait_s / epoch_s:.0f}% waiting for data", flush=True)
     return TrainStats(samples_per_s=num_samples / loop_s,
                       data_wait_fraction=wait_s / loop_s, final_loss=final_loss)
 

@@ -26,12 +26,7 @@ py::object NextBatch(Loader& loader) {
     if (ready) break;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
-  absl::StatusOr<std::optional<Batch>> batch;
-  {
-    py::gil_scoped_release release;
-    batch = loader.Next();
-  }
-  std::optional<Batch> value = Unwrap(std::move(batch));
+  std::optional<Batch> value = WithoutGil([&] { return loader.Next(); });
   if (!value.has_value()) return py::none();
   return BatchToPython(*value);
 }
@@ -71,12 +66,9 @@ void RegisterLoader(py::module_& m) {
 
   py::class_<Loader, LoaderHolder>(m, "Loader")
       .def(py::init([](LoaderOptions options) {
-             absl::StatusOr<std::unique_ptr<Loader>> loader;
-             {
-               py::gil_scoped_release release;
-               loader = Loader::Create(std::move(options));
-             }
-             return LoaderHolder(Unwrap(std::move(loader)).release());
+             return LoaderHolder(
+                 WithoutGil([&] { return Loader::Create(std::move(options)); })
+                     .release());
            }),
            py::arg("options"))
       .def("next", &NextBatch)
@@ -86,21 +78,11 @@ void RegisterLoader(py::module_& m) {
       .def_property_readonly("epoch", &Loader::epoch)
       .def("num_samples",
            [](Loader& loader) {
-             absl::StatusOr<int64_t> count;
-             {
-               py::gil_scoped_release release;
-               count = loader.NumSamples();
-             }
-             return Unwrap(std::move(count));
+             return WithoutGil([&] { return loader.NumSamples(); });
            })
       .def("num_batches",
            [](Loader& loader) {
-             absl::StatusOr<int64_t> count;
-             {
-               py::gil_scoped_release release;
-               count = loader.NumBatches();
-             }
-             return Unwrap(std::move(count));
+             return WithoutGil([&] { return loader.NumBatches(); });
            })
       .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("shards", &Loader::shards)

@@ -31,12 +31,7 @@ void RegisterShards(py::module_& m) {
            py::arg("uri"), py::arg("read_data") = true)
       // Returns (key, offset, index, {extension: bytes}) or None at the end.
       .def("next", [](SampleReader& reader) -> py::object {
-        absl::StatusOr<std::optional<Sample>> sample;
-        {
-          py::gil_scoped_release release;
-          sample = reader.Next();
-        }
-        std::optional<Sample> value = Unwrap(std::move(sample));
+        std::optional<Sample> value = WithoutGil([&] { return reader.Next(); });
         if (!value.has_value()) return py::none();
         py::dict fields;
         for (const SampleField& field : value->fields) {

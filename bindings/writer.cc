@@ -33,21 +33,11 @@ void RegisterWriter(py::module_& m) {
       .def("write",
            [](ShardWriter& writer, const std::string& key,
               const std::vector<ShardWriter::Field>& fields) {
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = writer.Write(key, fields);
-             }
-             ThrowIfError(status);
+             WithoutGil([&] { return writer.Write(key, fields); });
            })
       .def("close",
            [](ShardWriter& writer) {
-             absl::Status status;
-             {
-               py::gil_scoped_release release;
-               status = writer.Close();
-             }
-             ThrowIfError(status);
+             WithoutGil([&] { return writer.Close(); });
            })
       .def_property_readonly("shards", &ShardWriter::shards)
       .def_property_readonly("index_path", &ShardWriter::index_path);

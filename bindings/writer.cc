@@ -39,6 +39,7 @@ void RegisterWriter(py::module_& m) {
            [](ShardWriter& writer) {
              WithoutGil([&] { return writer.Close(); });
            })
+      .def("abort", &ShardWriter::Abort)
       .def_property_readonly("shards", &ShardWriter::shards)
       .def_property_readonly("index_path", &ShardWriter::index_path);
 }

@@ -155,41 +155,38 @@ absl::StatusOr<std::vector<std::string>> Loader::EpochShards() const {
   return shards;
 }
 
-absl::StatusOr<std::optional<Batch>> Loader::Next() {
-  std::shared_ptr<Pipeline> pipeline;
-  {
-    absl::MutexLock lock(&mu_);
-    SL_RETURN_IF_ERROR(CheckUsable());
-    if (engine_->pipeline == nullptr) {
-      SL_ASSIGN_OR_RETURN(std::vector<std::string> shards, EpochShards());
-      internal_pipeline::PipelineConfig config{
-          .shards = std::move(shards),
-          .fields = options_.fields,
-          .batch_size = options_.batch_size,
-          .drop_last = options_.drop_last,
-          .shuffle_buffer_size = options_.shuffle ? options_.shuffle_buffer_size : 0,
-          .shuffle_seed = SampleShuffleSeed(Position()),
-          .num_io_threads = options_.num_io_threads,
-          .prefetch_shards = options_.prefetch_shards,
-          .prefetch_batches = options_.prefetch_batches,
-          .source = {.block_size_bytes = options_.block_size_bytes},
-      };
-      engine_->pipeline = std::make_shared<Pipeline>(
-          std::move(config), engine_->pool, &engine_->arena);
-    }
-    pipeline = engine_->pipeline;
+absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
+  absl::MutexLock lock(&mu_);
+  SL_RETURN_IF_ERROR(CheckUsable());
+  if (engine_->pipeline == nullptr) {
+    SL_ASSIGN_OR_RETURN(std::vector<std::string> shards, EpochShards());
+    internal_pipeline::PipelineConfig config{
+        .shards = std::move(shards),
+        .fields = options_.fields,
+        .batch_size = options_.batch_size,
+        .drop_last = options_.drop_last,
+        .shuffle_buffer_size = options_.shuffle ? options_.shuffle_buffer_size : 0,
+        .shuffle_seed = SampleShuffleSeed(Position()),
+        .num_io_threads = options_.num_io_threads,
+        .prefetch_shards = options_.prefetch_shards,
+        .prefetch_batches = options_.prefetch_batches,
+        .source = {.block_size_bytes = options_.block_size_bytes},
+    };
+    engine_->pipeline = std::make_shared<Pipeline>(
+        std::move(config), engine_->pool, &engine_->arena);
   }
-  return pipeline->Next();
+  return engine_->pipeline;
+}
+
+absl::StatusOr<std::optional<Batch>> Loader::Next() {
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<Pipeline> pipeline, StartedPipeline());
+  return pipeline->Next();  // waits without holding mu_
 }
 
 bool Loader::WaitReady(absl::Duration timeout) {
-  std::shared_ptr<Pipeline> pipeline;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!CheckUsable().ok() || engine_->pipeline == nullptr) return true;
-    pipeline = engine_->pipeline;
-  }
-  return pipeline->WaitReady(timeout);
+  absl::StatusOr<std::shared_ptr<Pipeline>> pipeline = StartedPipeline();
+  // An error is ready at once: Next() reports it.
+  return !pipeline.ok() || (*pipeline)->WaitReady(timeout);
 }
 
 void Loader::SetEpoch(int64_t epoch) {
@@ -197,6 +194,8 @@ void Loader::SetEpoch(int64_t epoch) {
   {
     absl::MutexLock lock(&mu_);
     epoch_ = epoch;
+    // After fork() the pipeline's threads live only in the parent.
+    if (::getpid() != creator_pid_) return;
     old = std::move(engine_->pipeline);
   }
   if (old != nullptr) old->Stop();

@@ -42,6 +42,10 @@
 
 namespace shardloader {
 
+namespace internal_pipeline {
+class Pipeline;
+}  // namespace internal_pipeline
+
 struct LoaderOptions {
   // Shard specs: paths, URIs, brace patterns, directories, "::"-joined lists
   // (see plan/shard_list.h).
@@ -113,6 +117,9 @@ class Loader {
  private:
   class Engine;
   Loader(LoaderOptions options, std::vector<std::string> shards);
+  // The running epoch's pipeline, started if need be.
+  absl::StatusOr<std::shared_ptr<internal_pipeline::Pipeline>> StartedPipeline()
+      ABSL_LOCKS_EXCLUDED(mu_);
   ReaderPosition Position() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<std::string>> EpochShards() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -82,9 +82,10 @@ absl::StatusOr<std::string> Sha256File(const std::string& path) {
 
 absl::Status ValidateSample(absl::string_view key,
                             const std::vector<ShardWriter::Field>& fields) {
-  const std::optional<KeyAndExtension> probe =
-      fields.empty() ? std::nullopt
-                     : SplitKey(absl::StrCat(key, ".", fields[0].first));
+  // The member name the first field gets must split back into `key`.
+  const std::string first_member =
+      fields.empty() ? std::string() : absl::StrCat(key, ".", fields[0].first);
+  const std::optional<KeyAndExtension> probe = SplitKey(first_member);
   if (key.empty() || !probe.has_value() || probe->key != key) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sample key '", key,
@@ -262,6 +263,11 @@ absl::Status ShardWriter::WriteIndex() const {
                        {.uri = options_.index_path});
   }
   return absl::OkStatus();
+}
+
+void ShardWriter::Abort() {
+  closed_ = true;
+  current_.reset();  // removes the unfinished shard's temporary file
 }
 
 absl::Status ShardWriter::Close() {

@@ -68,6 +68,10 @@ class ShardWriter {
   // Finishes the current shard and writes the index. Idempotent.
   absl::Status Close();
 
+  // Gives up: removes the unfinished shard (finished ones stay) and writes
+  // no index. Later Write() calls fail.
+  void Abort();
+
   // Shards completed so far.
   const std::vector<ShardInfo>& shards() const { return shards_; }
   const std::string& index_path() const { return options_.index_path; }

@@ -101,7 +101,8 @@ class Image(Field):
         ext: extension(s), e.g. ``"jpg;jpeg;png"``.
         size: output size in pixels, ``S`` for ``S x S`` or ``(H, W)``.
         resize: ``"center_crop"`` (scale the shorter side to fit, then take
-            the centre: torchvision's ``Resize`` + ``CenterCrop``) or
+            the centre: torchvision's ``Resize`` + ``CenterCrop``, with
+            the same antialiased bilinear filter) or
             ``"stretch"`` (scale to ``H x W`` ignoring the aspect ratio).
         layout: ``"hwc"`` gives ``uint8 (B, H, W, 3)``, ``"chw"`` gives
             ``uint8 (B, 3, H, W)``.

@@ -45,8 +45,8 @@ class ShardWriter:
             the shards.
 
     Each shard is written to a temporary name and renamed when complete.
-    Use as a context manager, or call :meth:`close`; leaving without closing
-    after an exception removes the unfinished shard.
+    Use as a context manager, or call :meth:`close`; leaving the ``with``
+    block through an exception removes the unfinished shard (:meth:`abort`).
 
     Raises:
         InvalidArgumentError: a bad pattern, key or field extension.
@@ -88,6 +88,12 @@ class ShardWriter:
     def __enter__(self) -> "ShardWriter":
         return self
 
+    def abort(self) -> None:
+        """Removes the unfinished shard (finished ones stay); no index."""
+        self._writer.abort()
+
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.close()
+        else:
+            self.abort()

@@ -71,11 +71,6 @@ def shardloader_command() -> list[str]:
 # ---------------------------------------------------------------------------
 # Reading helpers
 
-def read_all(loader) -> list[dict]:
-    """Every batch of one pass over ``loader``."""
-    return list(loader)
-
-
 def loader_keys(loader) -> list[str]:
     """The sample keys of one pass over ``loader``, in order."""
     return [key for batch in loader for key in batch["__key__"]]
@@ -254,7 +249,7 @@ def pack_with_cli(tree: SourceTree, out_dir: Path) -> Packed:
     out_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         [*shardloader_command(), "pack", str(tree.root), str(out_dir / "train-%06d.tar"),
-         "--max-count", str(PACK_MAX_COUNT), "--threads", "2"],
+         "--max-count", str(PACK_MAX_COUNT), "--threads", "2", "--no-shuffle"],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, f"shardloader pack failed:\n{result.stdout}\n{result.stderr}"
     assert f"wrote {len(tree.samples)} samples" in result.stdout, result.stdout
@@ -266,7 +261,8 @@ def pack_with_function(tree: SourceTree, out_dir: Path) -> Packed:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     writer = pack(str(tree.root), str(out_dir / "train-{000000..}.tar"),
-                  max_count=PACK_MAX_COUNT, num_threads=2, progress=False)
+                  max_count=PACK_MAX_COUNT, num_threads=2, shuffle=False,
+                  progress=False)
     assert sum(s.num_samples for s in writer.shards) == len(tree.samples)
     assert os.path.abspath(writer.index_path) == str(out_dir / "index.json")
     return Packed(tree, out_dir, "function")

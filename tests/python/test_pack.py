@@ -36,8 +36,33 @@ def test_round_trip_is_byte_exact(packed):
             assert loaded[key][ext] == data, f"{key}.{ext} differs after pack -> load"
 
 
+def test_default_pack_order_is_a_seeded_shuffle(tmp_path):
+    """By default pack mixes samples (so shards mix classes), reproducibly."""
+    from shardloader.cli.pack import pack
+
+    src = tmp_path / "src"
+    for c in range(3):
+        (src / f"class{c}").mkdir(parents=True)
+        for i in range(10):
+            (src / f"class{c}" / f"{i:02d}.bin").write_bytes(bytes([c, i]))
+    orders = []
+    for run, seed in enumerate([0, 0, 1]):
+        out = tmp_path / f"out{run}"
+        out.mkdir()
+        writer = pack(str(src), str(out / "s-%02d.tar"), max_count=100, seed=seed,
+                      progress=False)
+        loader = sl.Loader(writer.shards[0].path, fields={"b": sl.Bytes("bin")},
+                           batch_size=30, shuffle=False)
+        orders.append([k for b in loader for k in b["__key__"]])
+    keys = sorted(orders[0])
+    assert len(keys) == 30 and orders[0] != keys
+    assert orders[0] == orders[1]
+    assert orders[0] != orders[2] and sorted(orders[2]) == keys
+
+
 def test_round_trip_with_shard_order_and_sorted_keys(packed):
-    """shuffle=False reads shards in order; pack writes keys in sorted order."""
+    """shuffle=False reads shards in order; pack --no-shuffle writes keys in
+    sorted order."""
     loader = sl.Loader(packed.shards, fields={"cls": sl.Int("cls")}, batch_size=2,
                        shuffle=False)
     keys = [k for b in loader for k in b["__key__"]]
@@ -146,11 +171,12 @@ def test_pack_cli_missing_output_dir_fails_cleanly(source_tree, tmp_path):
     assert not (tmp_path / "missing").exists()
 
 
-def test_shard_writer_round_trip_numbering_and_info(tmp_path):
-    pattern = str(tmp_path / "w-{000010..}.tar")
+@pytest.mark.parametrize("pattern, first", [("w-%06d.tar", 10), ("w-{000010..}.tar", 0)])
+def test_shard_writer_round_trip_numbering_and_info(tmp_path, pattern, first):
     samples = [{"__key__": f"s{i:03d}", "cls": i, "txt": f"t{i}", "bin": bytes([i]) * i}
                for i in range(7)]
-    with sl.ShardWriter(pattern, max_count=3, first_shard_index=10) as writer:
+    with sl.ShardWriter(str(tmp_path / pattern), max_count=3,
+                        first_shard_index=first) as writer:
         for sample in samples:
             writer.write({**sample, "__ignored__": "x"})
     names = [os.path.basename(s.path) for s in writer.shards]

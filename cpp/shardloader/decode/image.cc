@@ -37,11 +37,9 @@ void* ResizeScratch(size_t size, void* context) {
 #define STBIR_FREE(ptr, context) ((void)(ptr), (void)(context))
 #define STB_IMAGE_RESIZE_STATIC
 #define STB_IMAGE_RESIZE_IMPLEMENTATION
+// Static functions of the library that this file does not call are unused.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #include <stb_image_resize.h>
 #pragma GCC diagnostic pop
 
@@ -52,7 +50,7 @@ constexpr int kChannels = 3;
 
 // Decoded images larger than this (16384 x 16384) are rejected before any
 // pixel memory is allocated, so a corrupt or hostile header cannot make a
-// worker allocate gigabytes.
+// worker allocate more than 1 GiB.
 constexpr int64_t kMaxPixels = int64_t{1} << 28;
 
 // Scratch vectors that grew past this (an unusually large image) are freed
@@ -210,12 +208,27 @@ absl::Status DecodeJpeg(std::string_view encoded, const Target& target,
   }
   // Warnings count as errors: libjpeg-turbo only warns about a truncated or
   // corrupt entropy-coded segment and fills the rest with gray, which would
-  // be a silently wrong sample. LIMITSCANS bounds the work a hostile
-  // progressive JPEG can cause.
+  // be a silently wrong sample. The one exception is extraneous bytes before
+  // a marker (JWRN_EXTRANEOUS_DATA), which leave the pixels intact and occur
+  // in real datasets (ImageNet; PIL accepts them): such an image is decoded
+  // again with warnings tolerated. TurboJPEG exposes only the last warning's
+  // message, hence the test on its text. LIMITSCANS bounds the work a
+  // hostile progressive JPEG can cause.
+  const int format = cmyk ? TJPF_CMYK : TJPF_RGB;
   if (tjDecompress2(scratch.jpeg, jpeg, encoded.size(), pixels, out->width,
-                    /*pitch=*/0, out->height, cmyk ? TJPF_CMYK : TJPF_RGB,
+                    /*pitch=*/0, out->height, format,
                     TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS) != 0) {
-    return JpegError(scratch);
+    const bool only_extraneous_bytes =
+        tjGetErrorCode(scratch.jpeg) == TJERR_WARNING &&
+        std::string_view(tjGetErrorStr2(scratch.jpeg)).find("extraneous bytes") !=
+            std::string_view::npos;
+    if (!only_extraneous_bytes ||
+        (tjDecompress2(scratch.jpeg, jpeg, encoded.size(), pixels, out->width,
+                       /*pitch=*/0, out->height, format, TJFLAG_LIMITSCANS) != 0 &&
+         std::string_view(tjGetErrorStr2(scratch.jpeg)).find("extraneous bytes") ==
+             std::string_view::npos)) {
+      return JpegError(scratch);
+    }
   }
   if (cmyk) CmykToRgbInPlace(pixels, num_pixels);
   out->data = pixels;
@@ -354,8 +367,8 @@ absl::Status Resize(const Pixels& src, const ImageOptions& options,
           src.data, src.width, src.height, /*input_stride_in_bytes=*/0, dst,
           options.width, options.height, /*output_stride_in_bytes=*/0,
           STBIR_TYPE_UINT8, kChannels, STBIR_ALPHA_CHANNEL_NONE, /*flags=*/0,
-          STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, STBIR_FILTER_DEFAULT,
-          STBIR_FILTER_DEFAULT, STBIR_COLORSPACE_LINEAR,
+          STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE,
+          STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR,
           &scratch.resize_memory, s0, t0, s1, t1)) {
     return absl::ResourceExhaustedError("image resize failed");
   }

@@ -9,11 +9,13 @@
 //
 // Decoding is strict: libjpeg-turbo's warnings (a truncated file, corrupt
 // entropy-coded data, which it would fill with gray) are errors, because a
-// half-gray image would be a silently wrong sample.
+// half-gray image would be a silently wrong sample. Extraneous bytes before
+// a marker are the exception: they leave the pixels intact.
 //
-// Resampling uses stb_image_resize (Debian's libstb-dev): a Mitchell filter
-// when shrinking, Catmull-Rom when enlarging, on the stored (sRGB-encoded)
-// values, edges clamped. An output that needs no scaling (the image's own
+// Resampling uses stb_image_resize (Debian's libstb-dev) with its triangle
+// filter, widened when shrinking (antialiased): the filter of PIL's BILINEAR
+// and of torchvision's Resize(antialias=True). It works on the stored
+// (sRGB-encoded) values, edges clamped. An output that needs no scaling (the image's own
 // size, or a center crop of it) is copied, not resampled. When shrinking a
 // JPEG, TurboJPEG first decodes at the smallest DCT scale (1/8, 1/4, 3/8,
 // ...) that still covers the output, which is much faster and keeps quality.

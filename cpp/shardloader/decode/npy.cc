@@ -108,8 +108,9 @@ class HeaderParser {
       value->kind = PyValue::Kind::kNone;
       return absl::OkStatus();
     }
-    return Malformed(absl::StrCat(
-        "unexpected '", absl::CHexEscape(ToAbsl(text_.substr(start, 16))), "'"));
+    return Malformed(
+        absl::StrCat("unexpected '",
+                     absl::CHexEscape(ToAbsl(text_.substr(start, 16))), "'"));
   }
 
   // A quoted string without escapes (dtype descriptors and keys have none).
@@ -141,8 +142,8 @@ class HeaderParser {
       SkipSpace();
       if (Consume(close)) break;
       if (!Consume(',')) {
-        return Malformed(absl::StrCat("expected ',' or '", std::string(1, close),
-                                      "'"));
+        return Malformed(
+            absl::StrCat("expected ',' or '", std::string(1, close), "'"));
       }
       saw_comma = true;
     }
@@ -245,7 +246,8 @@ absl::StatusOr<DType> ParseDescr(std::string_view descr) {
     if (byte_order == '>' && DTypeSize(code.dtype) > 1) break;
     return code.dtype;
   }
-  return UnsupportedDtype(absl::StrCat("'", absl::CHexEscape(ToAbsl(descr)), "'"));
+  return UnsupportedDtype(
+      absl::StrCat("'", absl::CHexEscape(ToAbsl(descr)), "'"));
 }
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
@@ -404,11 +406,12 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes) {
 absl::Status DecodeNpy(std::string_view bytes, DType dtype,
                        absl::Span<const int64_t> shape, char* dst) {
   SL_ASSIGN_OR_RETURN(const NpyHeader header, ParseNpyHeader(bytes));
-  if (header.dtype != dtype || absl::Span<const int64_t>(header.shape) != shape) {
+  if (header.dtype != dtype ||
+      absl::Span<const int64_t>(header.shape) != shape) {
     return absl::DataLossError(absl::StrCat(
-        "npy shape ", ShapeString(header.shape), " ", ToAbsl(DTypeName(header.dtype)),
-        " does not match the declared ", ShapeString(shape), " ",
-        ToAbsl(DTypeName(dtype))));
+        "npy shape ", ShapeString(header.shape), " ",
+        ToAbsl(DTypeName(header.dtype)), " does not match the declared ",
+        ShapeString(shape), " ", ToAbsl(DTypeName(dtype))));
   }
   const char* src = bytes.data() + header.data_offset;
   const size_t element_size = DTypeSize(dtype);

@@ -42,7 +42,9 @@ absl::StatusOr<int64_t> ParseIntLabel(std::string_view text) {
   while (!digits.empty() && IsAsciiSpace(digits.front())) {
     digits.remove_prefix(1);
   }
-  while (!digits.empty() && IsAsciiSpace(digits.back())) digits.remove_suffix(1);
+  while (!digits.empty() && IsAsciiSpace(digits.back())) {
+    digits.remove_suffix(1);
+  }
   bool negative = false;
   if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
     negative = digits.front() == '-';

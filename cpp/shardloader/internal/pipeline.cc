@@ -2,11 +2,23 @@
 
 #include <algorithm>
 
-#include "shardloader/format/sample_reader.h"
 #include "shardloader/internal/assembler.h"
 #include "shardloader/internal/shuffle_buffer.h"
 
 namespace shardloader::internal_pipeline {
+
+namespace {
+
+std::vector<std::string> WantedExtensions(const std::vector<FieldSpec>& fields) {
+  std::vector<std::string> extensions;
+  for (const FieldSpec& field : fields) {
+    extensions.insert(extensions.end(), field.extensions.begin(),
+                      field.extensions.end());
+  }
+  return extensions;
+}
+
+}  // namespace
 
 Pipeline::Pipeline(PipelineConfig config,
                    std::shared_ptr<internal_batch::BatchPool> pool,
@@ -14,36 +26,22 @@ Pipeline::Pipeline(PipelineConfig config,
     : config_(std::move(config)),
       pool_(std::move(pool)),
       arena_(arena),
-      ready_(config_.prefetch_batches) {
-  for (const FieldSpec& field : config_.fields) {
-    for (const std::string& extension : field.extensions) {
-      wanted_extensions_.push_back(extension);
-    }
-  }
-  for (size_t i = 0; i < config_.shards.size(); ++i) {
-    shard_queues_.push_back(
-        std::make_unique<SampleQueue>(config_.shard_queue_samples));
-  }
-  const int num_io_threads = std::clamp<int>(
-      config_.num_io_threads, 1, std::max<int>(1, config_.shards.size()));
-  for (int i = 0; i < num_io_threads; ++i) {
-    io_threads_.emplace_back([this] { ReadShards(); });
-  }
-  assembler_ = std::thread([this] { Assemble(); });
-}
+      readers_({.shards = config_.shards,
+                .wanted_extensions = WantedExtensions(config_.fields),
+                .source = config_.source,
+                .num_threads = config_.num_io_threads,
+                .prefetch_shards = config_.prefetch_shards,
+                .queue_samples = config_.shard_queue_samples}),
+      ready_(config_.prefetch_batches),
+      assembler_([this] { Assemble(); }) {}
 
 Pipeline::~Pipeline() {
   Stop();
-  for (std::thread& thread : io_threads_) thread.join();
   assembler_.join();
 }
 
 void Pipeline::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopped_ = true;
-  }
-  for (auto& queue : shard_queues_) queue->Close();
+  readers_.Stop();
   ready_.Close();
 }
 
@@ -56,45 +54,6 @@ absl::StatusOr<std::optional<Batch>> Pipeline::Next() {
 
 bool Pipeline::WaitReady(absl::Duration timeout) {
   return ready_.WaitPoppable(timeout);
-}
-
-void Pipeline::ReadShards() {
-  while (true) {
-    size_t index;
-    {
-      absl::MutexLock lock(&mu_);
-      auto can_claim = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopped_ || next_shard_to_claim_ >= config_.shards.size() ||
-               next_shard_to_claim_ <=
-                   current_shard_ + static_cast<size_t>(config_.prefetch_shards);
-      };
-      mu_.Await(absl::Condition(&can_claim));
-      if (stopped_ || next_shard_to_claim_ >= config_.shards.size()) return;
-      index = next_shard_to_claim_++;
-    }
-    ReadShard(index);
-  }
-}
-
-void Pipeline::ReadShard(size_t index) {
-  SampleQueue& queue = *shard_queues_[index];
-  absl::StatusOr<std::unique_ptr<ByteSource>> source =
-      OpenSource(config_.shards[index], config_.source);
-  if (!source.ok()) {
-    queue.Push(source.status());
-    queue.Close();
-    return;
-  }
-  SampleReader reader(*std::move(source), wanted_extensions_);
-  while (true) {
-    absl::StatusOr<std::optional<Sample>> sample = reader.Next();
-    if (!sample.ok()) {
-      queue.Push(sample.status());
-      break;
-    }
-    if (!sample->has_value() || !queue.Push(**std::move(sample))) break;
-  }
-  queue.Close();
 }
 
 bool Pipeline::Emit(std::vector<Sample>& samples) {
@@ -115,13 +74,8 @@ void Pipeline::Assemble() {
     return static_cast<int64_t>(pending.size()) < config_.batch_size ||
            Emit(pending);
   };
-  for (size_t index = 0; index < config_.shards.size(); ++index) {
-    {
-      absl::MutexLock lock(&mu_);
-      current_shard_ = index;
-    }
-    while (std::optional<absl::StatusOr<Sample>> item =
-               shard_queues_[index]->Pop()) {
+  for (size_t index = 0; index < readers_.num_shards(); ++index) {
+    while (std::optional<absl::StatusOr<Sample>> item = readers_.Pop(index)) {
       if (!item->ok()) {
         ready_.Push(item->status());
         ready_.Close();
@@ -133,8 +87,7 @@ void Pipeline::Assemble() {
         return;
       }
     }
-    absl::MutexLock lock(&mu_);
-    if (stopped_) return;
+    if (readers_.stopped()) return;
   }
   bool running = true;
   while (running) {

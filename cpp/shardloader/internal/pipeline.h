@@ -1,30 +1,27 @@
 // Pipeline: the threads that produce one epoch's batches for one reader.
 //
-//   I/O threads ──▶ per-shard sample queues ──▶ assembler thread ──▶ ready queue
-//   (read + parse   (bounded)                   (shuffle buffer,      (bounded:
-//    shards ahead)                               decode in the arena)  prefetch)
+//   ShardReaders ──▶ assembler thread ──────────▶ ready queue
+//   (I/O threads     (shuffle buffer, decode      (bounded: prefetch)
+//    read ahead)      in the arena, batch slots)
 //
-// I/O threads claim shards in plan order, at most `prefetch_shards` ahead of
-// the shard being consumed. The assembler consumes shards strictly in plan
-// order and feeds a seeded shuffle buffer, so the sample order depends only
-// on the plan and the seed, never on timing. The first error ends the epoch:
+// The assembler consumes shards strictly in plan order and feeds a seeded
+// shuffle buffer, so the sample order depends only on the plan and the seed,
+// never on timing. The first error ends the epoch:
 // it is handed to the consumer after the batches before it.
 //
-// Ownership: owns its threads; Stop() or destruction ends and joins them.
+// Ownership: owns its threads; Stop() or destruction ends them (and joins the
+// assembler).
 // Thread-safety: thread-safe.
 #ifndef SHARDLOADER_INTERNAL_PIPELINE_H_
 #define SHARDLOADER_INTERNAL_PIPELINE_H_
 
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/batch.h"
@@ -32,6 +29,7 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/internal/batch_pool.h"
 #include "shardloader/internal/bounded_queue.h"
+#include "shardloader/internal/shard_readers.h"
 #include "shardloader/io/open_source.h"
 
 namespace shardloader::internal_pipeline {
@@ -68,28 +66,15 @@ class Pipeline {
   void Stop();
 
  private:
-  using SampleQueue = BoundedQueue<absl::StatusOr<Sample>>;
-
-  void ReadShards();
-  void ReadShard(size_t index);
   void Assemble();
   // Decodes `samples` into a batch and queues it; false if stopped.
   bool Emit(std::vector<Sample>& samples);
 
   const PipelineConfig config_;
-  std::vector<std::string> wanted_extensions_;
   std::shared_ptr<internal_batch::BatchPool> pool_;
   tbb::task_arena* arena_;
-
-  std::vector<std::unique_ptr<SampleQueue>> shard_queues_;
+  ShardReaders readers_;
   BoundedQueue<absl::StatusOr<Batch>> ready_;
-
-  absl::Mutex mu_;
-  size_t next_shard_to_claim_ ABSL_GUARDED_BY(mu_) = 0;
-  size_t current_shard_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-
-  std::vector<std::thread> io_threads_;
   std::thread assembler_;
 };
 

@@ -26,15 +26,17 @@ absl::StatusOr<std::unique_ptr<LocalFileSource>> LocalFileSource::Open(
     return WithContext(ErrnoToStatus(error, "cannot read shard"), {.uri = path});
   }
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<LocalFileSource>(new LocalFileSource(
-      path, fd, static_cast<int64_t>(info.st_size), block_size_bytes));
+  return std::unique_ptr<LocalFileSource>(
+      new LocalFileSource(path, fd, static_cast<int64_t>(info.st_size),
+                          S_ISREG(info.st_mode), block_size_bytes));
 }
 
 LocalFileSource::LocalFileSource(std::string path, int fd, int64_t size_bytes,
-                                 size_t block_size_bytes)
+                                 bool seekable, size_t block_size_bytes)
     : path_(std::move(path)),
       fd_(fd),
       size_bytes_(size_bytes),
+      seekable_(seekable),
       buffer_(std::max<size_t>(block_size_bytes, 4096)) {}
 
 LocalFileSource::~LocalFileSource() { ::close(fd_); }
@@ -86,6 +88,7 @@ absl::StatusOr<int64_t> LocalFileSource::Skip(int64_t size) {
     position_ += size;
     return size;
   }
+  if (!seekable_) return ByteSource::Skip(size);
   const int64_t target = std::min(position_ + size, size_bytes_);
   if (::lseek(fd_, target, SEEK_SET) < 0) {
     return WithContext(ErrnoToStatus(errno, "seek failed"),

@@ -37,17 +37,18 @@ class LocalFileSource final : public ByteSource {
   absl::StatusOr<int64_t> Skip(int64_t size) override;
   int64_t position() const override { return position_; }
 
-  // Size of the file in bytes when it was opened.
+  // Size of the file in bytes when it was opened (0 for pipes and FIFOs).
   int64_t size_bytes() const { return size_bytes_; }
 
  private:
-  LocalFileSource(std::string path, int fd, int64_t size_bytes,
+  LocalFileSource(std::string path, int fd, int64_t size_bytes, bool seekable,
                   size_t block_size_bytes);
   absl::Status Refill();
 
   std::string path_;
   int fd_;
   int64_t size_bytes_;
+  bool seekable_;  // a regular file; pipes and FIFOs are read through
   std::vector<char> buffer_;
   size_t begin_ = 0;  // next unread byte in buffer_
   size_t end_ = 0;    // end of valid bytes in buffer_

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "shardloader/status.h"
 
@@ -154,7 +155,9 @@ absl::StatusOr<std::vector<std::string>> ResolveShards(
     }
   }
   if (shards.empty()) {
-    return absl::InvalidArgumentError("no shards: the shard list is empty");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no shards: \"", absl::StrJoin(specs, "\", \""),
+        "\" names no shard (an empty list, or a directory without .tar files)"));
   }
   return shards;
 }

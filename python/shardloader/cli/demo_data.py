@@ -7,7 +7,10 @@ digits (UCI "Optical Recognition of Handwritten Digits", 1797 8x8 images),
 written here as one PNG per image; ``--data DIR`` names any other.
 
 This module lists such a directory, splits it into train and test files by a
-fixed rule, and stages each split for :func:`shardloader.cli.pack.pack`.
+fixed rule, and stages each split for :func:`shardloader.cli.pack.pack` in a
+shuffled order (an ImageFolder lists files class by class; shards written in
+that order would hold one class each, which a shuffle buffer of a few shards
+cannot mix: shuffle when writing, as WebDataset advises).
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ TEST_EVERY = 5
 
 @dataclass(frozen=True)
 class ImageFile:
-    """One labelled image file: its path, class index and size in bytes."""
+    """One labelled image file: its path, class index, position among its
+    class's files (0, 1, ...), size in bytes, and its sample key in the
+    demo's shards (files numbered in a seeded random order)."""
     path: str
     label: int
+    number: int
     size_bytes: int
+    key: str
 
 
 @dataclass(frozen=True)
@@ -69,13 +76,14 @@ def write_digits(root: str) -> str:
     return root
 
 
-def scan_image_folder(root: str) -> ImageFolder:
+def scan_image_folder(root: str, seed: int = 0) -> ImageFolder:
     """Lists the images of an ImageFolder directory.
 
     Classes are the visible subfolders of ``root`` in sorted order (files
     directly under ``root``, such as a ``classes.tsv``, are ignored, as by
     torchvision's ImageFolder). Each class's images are the files of its
     folder tree with an extension in :data:`IMAGE_EXTENSIONS` (any case).
+    Keys are zero-padded numbers in an order drawn from ``seed``.
 
     Raises NotADirectoryError if ``root`` is not a directory and ValueError if
     it has no class folders or no images."""
@@ -86,13 +94,16 @@ def scan_image_folder(root: str) -> ImageFolder:
     if not classes:
         raise ValueError(f"{root} has no class folders: expected the ImageFolder "
                          "layout <root>/<class>/<image>.jpg")
-    files = []
-    for label, name in enumerate(classes):
-        for path in _image_paths(os.path.join(root, name)):
-            files.append(ImageFile(path, label, os.path.getsize(path)))
-    if not files:
+    found = [(path, label, number) for label, name in enumerate(classes)
+             for number, path in enumerate(_image_paths(os.path.join(root, name)))]
+    if not found:
         raise ValueError(f"{root} has no {'/'.join(IMAGE_EXTENSIONS)} images "
                          "in its class folders")
+    order = np.random.default_rng(seed).permutation(len(found))
+    width = len(str(len(found) - 1))
+    files = [ImageFile(path, label, number, os.path.getsize(path),
+                       key=f"{order[i]:0{width}d}")
+             for i, (path, label, number) in enumerate(found)]
     return ImageFolder(root, classes, files)
 
 
@@ -106,34 +117,35 @@ def _image_paths(folder: str) -> list[str]:
 
 
 def split(files: list[ImageFile]) -> tuple[list[ImageFile], list[ImageFile]]:
-    """Splits files into (train, test): within each class, the file at
-    position ``i`` (in name order) is held out when ``i % TEST_EVERY ==
-    TEST_EVERY - 1``. Classes with fewer than ``TEST_EVERY`` files are all
-    train, so the test list is empty when every class is that small."""
-    train, test, position = [], [], {}
+    """Splits files into (train, test): a file is held out when its
+    ``number`` in its class is ``TEST_EVERY - 1`` modulo ``TEST_EVERY``.
+    Classes with fewer than ``TEST_EVERY`` files are all train, so the test
+    list is empty when every class is that small."""
+    train, test = [], []
     for f in files:
-        i = position[f.label] = position.get(f.label, -1) + 1
-        (test if i % TEST_EVERY == TEST_EVERY - 1 else train).append(f)
+        (test if f.number % TEST_EVERY == TEST_EVERY - 1 else train).append(f)
     return train, test
 
 
-def stage(files: list[ImageFile], classes: list[str], dest: str) -> str:
-    """Lays ``files`` out for ``pack`` as ``<dest>/<class>/<n>.<ext>``
-    symbolic links (copies where links are not supported), replacing
-    ``dest``.
+def stage(files: list[ImageFile], dest: str) -> str:
+    """Lays ``files`` out for ``pack`` in one flat folder, replacing
+    ``dest``: per file, ``<key>.<ext>``, a symbolic link to it (a copy where
+    links are not supported), and ``<key>.cls``, its label as decimal text.
 
-    ``pack`` labels samples by folder only when every entry of its source is
-    a folder, and it groups files into samples by the name up to the first
-    dot; fresh numbered names keep both exact whatever the original names.
-    Returns ``dest``."""
+    ``pack`` makes each ``<key>.*`` pair one sample (``.cls`` being the
+    WebDataset label convention) and writes samples in key order, which is
+    the files' shuffled order. Short fresh keys also keep samples exact
+    whatever the original names (``pack`` groups files by the name up to the
+    first dot). Returns ``dest``."""
     shutil.rmtree(dest, ignore_errors=True)
-    for name in classes:
-        os.makedirs(os.path.join(dest, name))
-    for n, f in enumerate(files):
+    os.makedirs(dest)
+    for f in files:
         ext = f.path.rpartition(".")[2].lower()
-        link = os.path.join(dest, classes[f.label], f"{n:07d}.{ext}")
+        link = os.path.join(dest, f"{f.key}.{ext}")
         try:
             os.symlink(os.path.abspath(f.path), link)
         except OSError:
             shutil.copyfile(f.path, link)
+        with open(os.path.join(dest, f"{f.key}.cls"), "w") as label_file:
+            label_file.write(str(f.label))
     return dest

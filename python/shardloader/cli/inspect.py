@@ -14,12 +14,12 @@ def inspect_shard(uri: str, *, limit: int = 10, out=print) -> int:
 
     Returns 0 if the whole shard is valid, 1 otherwise (the error, with its
     byte offset, is printed)."""
-    reader = _core.SampleReader(uri, True)
     count = 0
     total_bytes = 0
     fields: Counter[str] = Counter()
     out(f"{'index':>7} {'offset':>12}  key  fields")
     try:
+        reader = _core.SampleReader(uri, True)
         while (sample := reader.next()) is not None:
             key, offset, index, data = sample
             if count < limit:
@@ -29,7 +29,7 @@ def inspect_shard(uri: str, *, limit: int = 10, out=print) -> int:
             fields.update(data.keys())
             total_bytes += sum(len(v) for v in data.values())
     except ShardloaderError as error:
-        out(f"error after {count} samples: {error}")
+        out(f"{uri}: error after {count} samples: {error}")
         return 1
     if count > limit:
         out(f"    ... {count - limit} more")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -42,18 +43,20 @@ def find_samples(src: str) -> tuple[list[SampleFiles], list[str] | None]:
     """Groups the files under ``src`` into samples.
 
     Files sharing a directory and a stem (the name up to its first dot) form
-    one sample whose key is that relative path. If ``src`` holds only
-    subdirectories (the ImageFolder layout), each sample also gets the index
-    of its top folder in sorted order as its ``cls`` label. Returns the
+    one sample whose key is that relative path. If ``src`` has
+    subdirectories (the ImageFolder layout), each is a class: a sample gets
+    the index of its top folder in sorted order as its ``cls`` label, and
+    files directly in ``src`` (e.g. a ``classes.tsv``) are left out, as
+    torchvision's ImageFolder does. Hidden files are skipped. Returns the
     samples in sorted key order and the class names (or None)."""
     entries = _visible(os.listdir(src))
-    is_image_folder = bool(entries) and all(
-        os.path.isdir(os.path.join(src, e)) for e in entries)
-    classes = entries if is_image_folder else None
+    classes = [e for e in entries if os.path.isdir(os.path.join(src, e))] or None
     by_key: dict[str, SampleFiles] = {}
     for root, dirs, files in os.walk(src):
         dirs[:] = _visible(dirs)
         rel_root = os.path.relpath(root, src)
+        if classes is not None and rel_root == ".":
+            continue
         for name in _visible(files):
             stem, dot, ext = name.partition(".")
             if not dot or not stem or not ext:
@@ -78,16 +81,26 @@ def _read(sample: SampleFiles) -> dict:
 
 def pack(src: str, pattern: str, *, max_size_bytes: int = 1 << 30,
          max_count: int = 100_000, num_threads: int = 8,
-         index_path: str | None = None, progress: bool = True) -> ShardWriter:
+         index_path: str | None = None, shuffle: bool = True, seed: int = 0,
+         progress: bool = True) -> ShardWriter:
     """Packs the files under ``src`` into shards named by ``pattern``.
 
-    Files are read by ``num_threads`` threads, at most a few hundred samples
-    ahead of the writer. Returns the closed writer (``.shards``,
-    ``.index_path``). Raises NotFoundError if ``src`` does not exist."""
+    With ``shuffle`` (the default) samples are written in a random order
+    drawn from ``seed``, so that every shard mixes classes and a loader's
+    shuffle buffer only has to mix shards (WebDataset's advice for writing
+    shards); otherwise in sorted key order. Files are read by
+    ``num_threads`` threads, at most a few hundred samples ahead of the
+    writer. Returns the closed writer (``.shards``, ``.index_path``).
+
+    Raises:
+        NotFoundError: ``src`` does not exist.
+        InvalidArgumentError: a bad pattern or sample key."""
     if not os.path.isdir(src):
         from ..errors import NotFoundError
         raise NotFoundError(f"source directory not found: {src}", uri=src)
     samples, _ = find_samples(src)
+    if shuffle:
+        random.Random(seed).shuffle(samples)
     window = max(64, 32 * num_threads)
     with ShardWriter(pattern, max_size_bytes=max_size_bytes, max_count=max_count,
                      index_path=index_path) as writer, \
@@ -104,7 +117,7 @@ def pack(src: str, pattern: str, *, max_size_bytes: int = 1 << 30,
 def _run(args) -> int:
     writer = pack(args.src, args.pattern, max_size_bytes=args.max_size,
                   max_count=args.max_count, num_threads=args.threads,
-                  index_path=args.index)
+                  index_path=args.index, shuffle=args.shuffle, seed=args.seed)
     total = sum(s.num_samples for s in writer.shards)
     print(f"wrote {total} samples into {len(writer.shards)} shards; "
           f"index: {writer.index_path}")
@@ -128,4 +141,9 @@ def register(commands) -> None:
                         help="file-reading threads (default 8)")
     parser.add_argument("--index", default=None,
                         help="index path (default: index.json beside the shards)")
+    parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
+                        help="write samples in sorted key order instead of a "
+                             "seeded random order")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the sample order (default 0)")
     parser.set_defaults(run=_run)

@@ -1,0 +1,233 @@
+"""Corrupt, truncated and missing shards, and bad samples: each raises the
+right exception class, naming the shard (.uri), the byte offset (.offset) and,
+for a bad sample, its key (.key)."""
+
+from __future__ import annotations
+
+
+import pytest
+
+import shardloader as sl
+from conftest import tar_member_offsets
+
+
+def consume(loader) -> int:
+    return sum(len(b["__key__"]) for b in loader)
+
+
+def _ustar_checksum(header: bytes) -> bytes:
+    """The checksum field of a 512-byte header (the field counted as spaces)."""
+    total = sum(header[:148]) + 8 * 32 + sum(header[156:512])
+    return b"%06o\x00 " % total
+
+
+@pytest.fixture
+def small_shard(tmp_path):
+    """6 samples s000..s005 (.cls then .bin of 0..3500 bytes) in one shard,
+    written by ShardWriter; returns (path, [(name, header offset, data
+    offset, size)] per tarfile)."""
+    path = tmp_path / "small-000.tar"
+    with sl.ShardWriter(str(tmp_path / "small-%03d.tar")) as writer:
+        for i in range(6):
+            writer.write({"__key__": f"s{i:03d}", "cls": i, "bin": bytes([i]) * (700 * i)})
+    assert writer.shards[0].path == str(path)
+    members = tar_member_offsets(path)
+    assert [m[0] for m in members][:4] == ["s000.cls", "s000.bin", "s001.cls", "s001.bin"]
+    return path, members
+
+
+FIELDS = {"cls": sl.Int("cls"), "bin": sl.Bytes("bin")}
+
+
+def test_error_classes_are_builtins_too():
+    assert issubclass(sl.DataLossError, OSError)
+    assert issubclass(sl.NotFoundError, FileNotFoundError)
+    assert issubclass(sl.FailedPreconditionError, RuntimeError)
+    assert issubclass(sl.InvalidArgumentError, ValueError)
+    for cls in (sl.DataLossError, sl.NotFoundError, sl.FailedPreconditionError):
+        assert issubclass(cls, sl.ShardloaderError)
+
+
+def test_errors_survive_pickling():
+    import pickle
+
+    error = sl.DataLossError("bad", uri="/x.tar", offset=1536, key="s001")
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is sl.DataLossError
+    assert (str(copy), copy.uri, copy.offset, copy.key) == ("bad", "/x.tar", 1536, "s001")
+
+
+def test_missing_shard_is_not_found(small_shard, tmp_path):
+    good, _ = small_shard
+    missing = tmp_path / "does-not-exist-000.tar"
+    with pytest.raises(sl.NotFoundError) as info:
+        consume(sl.Loader([str(good), str(missing)], fields=FIELDS, batch_size=2,
+                          shuffle=False))
+    error = info.value
+    assert isinstance(error, FileNotFoundError)
+    assert error.uri == str(missing)
+    assert str(missing) in str(error)
+
+
+def test_missing_shard_pattern_is_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError) as info:
+        consume(sl.Loader(str(tmp_path / "nothing-{000..003}.tar"), fields=FIELDS))
+    assert isinstance(info.value, sl.NotFoundError)
+    assert "nothing-000.tar" in str(info.value) or "nothing-" in (info.value.uri or "")
+
+
+@pytest.mark.parametrize("where", ["in_data", "in_header"])
+def test_truncated_shard_is_data_loss(small_shard, tmp_path, where):
+    path, members = small_shard
+    name, header, data_offset, size = next(m for m in members if m[0] == "s003.bin")
+    cut = data_offset + 296 if where == "in_data" else header + 100
+    truncated = tmp_path / "truncated-000.tar"
+    truncated.write_bytes(path.read_bytes()[:cut])
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(truncated), fields=FIELDS, batch_size=2, shuffle=False))
+    error = info.value
+    assert isinstance(error, OSError)
+    assert error.uri == str(truncated)
+    assert str(truncated) in str(error)
+    assert error.offset == header, f"offset {error.offset}, expected the header of {name}"
+    assert str(header) in str(error)
+
+
+def test_corrupt_checksum_names_the_header_offset(small_shard, tmp_path):
+    path, members = small_shard
+    name, header, _, _ = members[2]  # the 3rd member's header
+    data = bytearray(path.read_bytes())
+    data[header + 148:header + 156] = b"0000000\x00"
+    corrupt = tmp_path / "corrupt-000.tar"
+    corrupt.write_bytes(bytes(data))
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(corrupt), fields=FIELDS, batch_size=1, shuffle=False))
+    error = info.value
+    assert error.uri == str(corrupt)
+    assert str(corrupt) in str(error)
+    assert error.offset == header == 1536, name
+    assert "1536" in str(error)
+
+
+def test_malformed_size_field_with_valid_checksum(small_shard, tmp_path):
+    """A header whose checksum is right but whose size is not octal."""
+    path, members = small_shard
+    _, header, _, _ = members[3]
+    data = bytearray(path.read_bytes())
+    block = bytearray(data[header:header + 512])
+    block[124:136] = b"12z45\x00\x00\x00\x00\x00\x00\x00"
+    block[148:156] = _ustar_checksum(bytes(block))
+    data[header:header + 512] = block
+    corrupt = tmp_path / "badsize-000.tar"
+    corrupt.write_bytes(bytes(data))
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(corrupt), fields=FIELDS, batch_size=1, shuffle=False))
+    assert info.value.uri == str(corrupt)
+    assert info.value.offset == header
+
+
+def test_samples_before_the_corruption_are_delivered(small_shard, tmp_path):
+    path, members = small_shard
+    _, header, _, _ = next(m for m in members if m[0] == "s004.cls")
+    data = bytearray(path.read_bytes())
+    data[header + 148:header + 156] = b"0000000\x00"
+    corrupt = tmp_path / "late-000.tar"
+    corrupt.write_bytes(bytes(data))
+    keys = []
+    with pytest.raises(sl.DataLossError):
+        for batch in sl.Loader(str(corrupt), fields=FIELDS, batch_size=1, shuffle=False,
+                               num_threads=1, shuffle_buffer_size=1):
+            keys.extend(batch["__key__"])
+    assert set(keys) <= {"s000", "s001", "s002", "s003"}
+    assert "s004" not in keys and "s005" not in keys
+
+
+def _write(tmp_path, samples):
+    with sl.ShardWriter(str(tmp_path / "samples-%03d.tar")) as writer:
+        for sample in samples:
+            writer.write(sample)
+    return writer.shards[0].path
+
+
+def test_missing_field_names_the_sample(tmp_path):
+    samples = [{"__key__": f"s{i:03d}", "cls": i, "txt": f"t{i}"} for i in range(6)]
+    del samples[3]["txt"]
+    shard = _write(tmp_path, samples)
+    offsets = dict((name, header) for name, header, _, _ in tar_member_offsets(shard))
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(shard, fields={"text": sl.Text("txt")}, batch_size=2,
+                          shuffle=False))
+    error = info.value
+    assert error.key == "s003"
+    assert "s003" in str(error)
+    assert "txt" in str(error)
+    assert error.uri == shard
+    assert error.offset == offsets["s003.cls"]  # where the sample starts
+
+
+def test_alternative_extension_fills_a_missing_field(tmp_path):
+    samples = [{"__key__": "a1", "jpg": b"J1"}, {"__key__": "a2", "png": b"P2"},
+               {"__key__": "a3", "jpg": b"J3", "png": b"P3"}]
+    shard = _write(tmp_path, samples)
+    batch = next(iter(sl.Loader(shard, fields={"img": sl.Bytes("jpg;png")}, batch_size=3,
+                                shuffle=False)))
+    assert batch["img"].tolist() == [b"J1", b"P2", b"J3"]
+
+
+@pytest.mark.parametrize("raw", [b"x", b"", b"1.5", b"99999999999999999999999"])
+def test_bad_cls_names_the_sample(tmp_path, raw):
+    samples = [{"__key__": f"s{i:03d}", "cls": i} for i in range(5)]
+    samples[2]["cls"] = raw
+    shard = _write(tmp_path, samples)
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(shard, fields={"label": sl.Int("cls")}, batch_size=5,
+                          shuffle=False))
+    assert info.value.key == "s002"
+    assert "s002" in str(info.value)
+    assert info.value.uri == shard
+
+
+def test_good_cls_variants_parse(tmp_path):
+    samples = [{"__key__": "s0", "cls": b"7"}, {"__key__": "s1", "cls": b"-3"},
+               {"__key__": "s2", "cls": b"12\n"}, {"__key__": "s3", "cls": 2**40}]
+    shard = _write(tmp_path, samples)
+    batch = next(iter(sl.Loader(shard, fields={"label": sl.Int("cls")}, batch_size=4,
+                                shuffle=False)))
+    assert batch["label"].tolist() == [7, -3, 12, 2**40]
+
+
+def test_closed_loader_raises_failed_precondition(keyed_shards):
+    loader = sl.Loader(keyed_shards, fields={"cls": sl.Int("cls")}, batch_size=10)
+    assert consume(loader) == 200
+    loader.close()
+    with pytest.raises(sl.FailedPreconditionError):
+        consume(loader)
+
+
+def test_with_statement_closes(keyed_shards):
+    with sl.Loader(keyed_shards[:1], fields={"cls": sl.Int("cls")}, batch_size=5) as loader:
+        assert consume(loader) == 25
+    with pytest.raises(sl.FailedPreconditionError):
+        consume(loader)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"batch_size": 0},
+    {"world_size": 2, "rank": 2},
+    {"rank": -1, "world_size": 1},
+    {"output": "jax"},
+])
+def test_bad_options_are_invalid_argument(keyed_shards, kwargs):
+    with pytest.raises(sl.InvalidArgumentError) as info:
+        sl.Loader(keyed_shards, fields={"cls": sl.Int("cls")}, **kwargs)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("field", [
+    sl.Image("jpg", size=0), sl.Image("jpg", resize="squash"),
+    sl.Image("jpg", layout="whc"), sl.Npy("npy", shape=(2,), dtype="complex999"),
+    sl.Bytes(""),
+])
+def test_bad_fields_are_invalid_argument(keyed_shards, field):
+    with pytest.raises(sl.InvalidArgumentError):
+        sl.Loader(keyed_shards, fields={"x": field})

@@ -64,6 +64,23 @@ void RegisterLoader(py::module_& m) {
       .def_readwrite("prefetch_batches", &LoaderOptions::prefetch_batches)
       .def_readwrite("block_size_bytes", &LoaderOptions::block_size_bytes);
 
+  auto seconds = [](absl::Duration LoaderStats::*member) {
+    return [member](const LoaderStats& s) { return absl::ToDoubleSeconds(s.*member); };
+  };
+  py::class_<LoaderStats>(m, "LoaderStats")
+      .def_readonly("num_shards_opened", &LoaderStats::num_shards_opened)
+      .def_readonly("num_samples_read", &LoaderStats::num_samples_read)
+      .def_readonly("num_bytes_read", &LoaderStats::num_bytes_read)
+      .def_readonly("num_batches", &LoaderStats::num_batches)
+      .def_readonly("num_samples_decoded", &LoaderStats::num_samples_decoded)
+      .def_readonly("num_errors", &LoaderStats::num_errors)
+      .def_property_readonly("read_busy_s", seconds(&LoaderStats::read_busy))
+      .def_property_readonly("decode_busy_s", seconds(&LoaderStats::decode_busy))
+      .def_property_readonly("consumer_wait_s", seconds(&LoaderStats::consumer_wait))
+      .def_readonly("ready_queue_depth", &LoaderStats::ready_queue_depth)
+      .def_readonly("batch_slots_created", &LoaderStats::batch_slots_created)
+      .def("summary", &LoaderStats::Summary);
+
   py::class_<Loader, LoaderHolder>(m, "Loader")
       .def(py::init([](LoaderOptions options) {
              return LoaderHolder(
@@ -84,6 +101,7 @@ void RegisterLoader(py::module_& m) {
            [](Loader& loader) {
              return WithoutGil([&] { return loader.NumBatches(); });
            })
+      .def("stats", &Loader::Stats)
       .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("shards", &Loader::shards)
       .def_property_readonly("rank", [](const Loader& l) { return *l.options().rank; })

@@ -10,6 +10,7 @@
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/format/sample_reader.h"
 #include "shardloader/internal/batch_pool.h"
+#include "shardloader/internal/stats_counters.h"
 #include "shardloader/internal/pipeline.h"
 #include "shardloader/io/open_source.h"
 #include "shardloader/plan/epoch_plan.h"
@@ -79,6 +80,8 @@ class Loader::Engine {
 
   tbb::task_arena arena;
   std::shared_ptr<internal_batch::BatchPool> pool;
+  std::shared_ptr<internal_stats::StatsCounters> stats =
+      std::make_shared<internal_stats::StatsCounters>();
   std::shared_ptr<Pipeline> pipeline;  // guarded by Loader::mu_
 };
 
@@ -171,6 +174,7 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
         .prefetch_shards = options_.prefetch_shards,
         .prefetch_batches = options_.prefetch_batches,
         .source = {.block_size_bytes = options_.block_size_bytes},
+        .stats = engine_->stats,
     };
     engine_->pipeline = std::make_shared<Pipeline>(
         std::move(config), engine_->pool, &engine_->arena);
@@ -180,13 +184,39 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
 
 absl::StatusOr<std::optional<Batch>> Loader::Next() {
   SL_ASSIGN_OR_RETURN(std::shared_ptr<Pipeline> pipeline, StartedPipeline());
+  internal_stats::ScopedTimer timer(engine_->stats->consumer_wait_ns);
   return pipeline->Next();  // waits without holding mu_
 }
 
 bool Loader::WaitReady(absl::Duration timeout) {
   absl::StatusOr<std::shared_ptr<Pipeline>> pipeline = StartedPipeline();
-  // An error is ready at once: Next() reports it.
-  return !pipeline.ok() || (*pipeline)->WaitReady(timeout);
+  if (!pipeline.ok()) return true;  // an error is ready: Next() reports it
+  internal_stats::ScopedTimer timer(engine_->stats->consumer_wait_ns);
+  return (*pipeline)->WaitReady(timeout);
+}
+
+LoaderStats Loader::Stats() const {
+  const internal_stats::StatsCounters& c = *engine_->stats;
+  auto load = [](const std::atomic<int64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  LoaderStats stats{
+      .num_shards_opened = load(c.num_shards_opened),
+      .num_samples_read = load(c.num_samples_read),
+      .num_bytes_read = load(c.num_bytes_read),
+      .num_batches = load(c.num_batches),
+      .num_samples_decoded = load(c.num_samples_decoded),
+      .num_errors = load(c.num_errors),
+      .read_busy = absl::Nanoseconds(load(c.read_busy_ns)),
+      .decode_busy = absl::Nanoseconds(load(c.decode_busy_ns)),
+      .consumer_wait = absl::Nanoseconds(load(c.consumer_wait_ns)),
+      .batch_slots_created = engine_->pool->num_created(),
+  };
+  absl::MutexLock lock(&mu_);
+  if (engine_->pipeline != nullptr) {
+    stats.ready_queue_depth = static_cast<int64_t>(engine_->pipeline->num_ready());
+  }
+  return stats;
 }
 
 void Loader::SetEpoch(int64_t epoch) {

@@ -39,6 +39,7 @@
 #include "shardloader/batch.h"
 #include "shardloader/decode/field.h"
 #include "shardloader/plan/epoch_plan.h"
+#include "shardloader/stats.h"
 
 namespace shardloader {
 
@@ -107,6 +108,9 @@ class Loader {
   // samples of its shards by reading their headers once (cached).
   absl::StatusOr<int64_t> NumSamples();
   absl::StatusOr<int64_t> NumBatches();
+
+  // Counters and queue depths (see stats.h).
+  LoaderStats Stats() const;
 
   // Stops the threads; later Next() calls fail with FailedPrecondition.
   void Close();

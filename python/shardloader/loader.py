@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -11,6 +13,8 @@ from . import _core
 from .fields import Field, Ragged, Text
 
 __all__ = ["Loader"]
+
+_log = logging.getLogger("shardloader")
 
 
 def _torch_available() -> bool:
@@ -44,6 +48,9 @@ class Loader:
         worker, num_workers: DataLoader worker split within this rank.
         output: ``"torch"`` (tensors; the default when torch is installed) or
             ``"numpy"`` (arrays).
+        log_every_s: while iterating, log :meth:`stats` as one line to the
+            ``"shardloader"`` logger (level INFO) at most this often, in
+            seconds; None (the default) never logs.
         num_io_threads, prefetch_shards, prefetch_batches: read-ahead depth.
 
     Each batch is a ``dict``: one entry per field (see
@@ -64,7 +71,8 @@ class Loader:
                  drop_last: bool = False, shuffle_buffer_size: int = 1000,
                  epoch: int = 0, worker: int = 0, num_workers: int = 1,
                  output: str | None = None, num_io_threads: int = 2,
-                 prefetch_shards: int = 2, prefetch_batches: int = 2):
+                 prefetch_shards: int = 2, prefetch_batches: int = 2,
+                 log_every_s: float | None = None):
         if isinstance(urls, (str, os.PathLike)):
             urls = [urls]
         if output is None:
@@ -73,6 +81,7 @@ class Loader:
             from .errors import InvalidArgumentError
             raise InvalidArgumentError(f"output must be 'torch' or 'numpy', got {output!r}")
         self._output = output
+        self._log_every_s = log_every_s
         self._fields = dict(fields)
         options = _core.LoaderOptions()
         options.shards = [os.fspath(u) for u in urls]
@@ -96,10 +105,15 @@ class Loader:
     def __iter__(self) -> Iterator[dict]:
         """Iterates the current epoch from its beginning."""
         self._core.restart()
+        last_log = time.monotonic()
         while True:
             raw = self._core.next()
             if raw is None:
                 return
+            if self._log_every_s is not None and \
+                    time.monotonic() - last_log >= self._log_every_s:
+                last_log = time.monotonic()
+                _log.info("%s", self._core.stats().summary())
             yield self._convert(raw)
 
     def __len__(self) -> int:
@@ -109,6 +123,17 @@ class Loader:
     def num_samples(self) -> int:
         """Samples this rank/worker reads in the current epoch."""
         return self._core.num_samples()
+
+    def stats(self):
+        """What the loader has done so far, over all epochs: attributes
+        ``num_shards_opened``, ``num_samples_read``, ``num_bytes_read``,
+        ``num_batches``, ``num_samples_decoded``, ``num_errors``,
+        ``read_busy_s`` / ``decode_busy_s`` (seconds of thread time spent
+        reading and parsing / decoding and assembling), ``consumer_wait_s``
+        (seconds the iterating thread waited for batches),
+        ``ready_queue_depth`` (batches ready now), ``batch_slots_created``;
+        ``summary()`` gives one line for logs."""
+        return self._core.stats()
 
     def set_epoch(self, epoch: int) -> None:
         """Selects the epoch the next iteration runs (shard order, shuffle)."""

@@ -1,6 +1,7 @@
 #include "shardloader/loader.h"
 
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
@@ -188,6 +189,29 @@ TEST(LoaderTest, WarmLoaderReusesBatchMemory) {
   }
   // 100 batches came from a handful of pooled slots.
   EXPECT_LE(buffers.size(), 5u);
+}
+
+TEST(LoaderTest, StatsCountWhatHappened) {
+  testing::TempDir dir;
+  const std::string shards = WriteDataset(dir, 60, 20);
+  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
+                                 .batch_size = 8});
+  EXPECT_EQ(Epoch(*loader).size(), 8u);
+  const LoaderStats stats = loader->Stats();
+  EXPECT_EQ(stats.num_shards_opened, 3);
+  EXPECT_EQ(stats.num_samples_read, 60);
+  EXPECT_EQ(stats.num_samples_decoded, 60);
+  EXPECT_EQ(stats.num_batches, 8);
+  EXPECT_EQ(stats.num_errors, 0);
+  int64_t shard_bytes = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    if (entry.path().extension() == ".tar") shard_bytes += entry.file_size();
+  }
+  // Readers stop at the end-of-archive blocks, so at most those are unread.
+  EXPECT_LE(stats.num_bytes_read, shard_bytes);
+  EXPECT_GE(stats.num_bytes_read, shard_bytes - 3 * 1024);
+  EXPECT_GT(stats.decode_busy, absl::ZeroDuration());
+  EXPECT_THAT(stats.Summary(), HasSubstr("60 samples read"));
 }
 
 TEST(LoaderTest, CloseEndsIterationAndBatchesOutliveTheLoader) {

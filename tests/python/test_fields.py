@@ -155,6 +155,20 @@ def test_batches_stay_valid_after_the_loader_moves_on(tmp_path):
         assert batch["b"].tolist() == [bytes([i]) * 64 for i in range(4 * n, 4 * n + 4)]
 
 
+def test_stats_count_samples_batches_and_waiting(tmp_path, caplog):
+    samples = [{"__key__": f"k{i:03d}", "cls": i} for i in range(50)]
+    shard = write_shard(tmp_path, samples)
+    loader = sl.Loader(shard, fields={"c": sl.Int("cls")}, batch_size=10,
+                       log_every_s=0.0)
+    with caplog.at_level("INFO", logger="shardloader"):
+        assert len(list(loader)) == 5
+    stats = loader.stats()
+    assert (stats.num_samples_read, stats.num_samples_decoded, stats.num_batches) == (50, 50, 5)
+    assert stats.num_shards_opened == 1 and stats.num_errors == 0
+    assert stats.consumer_wait_s >= 0.0 and stats.num_bytes_read > 50 * 512
+    assert any("samples read" in r.getMessage() for r in caplog.records)
+
+
 def test_freed_batches_return_their_memory_to_the_pool(tmp_path):
     """Zero copy both ways: a tensor views the C++ batch slot, and once the
     tensors of a batch are gone the slot is reused, so a warm loader cycles

@@ -31,7 +31,8 @@ Pipeline::Pipeline(PipelineConfig config,
                 .source = config_.source,
                 .num_threads = config_.num_io_threads,
                 .prefetch_shards = config_.prefetch_shards,
-                .queue_samples = config_.shard_queue_samples}),
+                .queue_samples = config_.shard_queue_samples,
+                .stats = config_.stats}),
       ready_(config_.prefetch_batches),
       assembler_([this] { Assemble(); }) {}
 
@@ -57,11 +58,27 @@ bool Pipeline::WaitReady(absl::Duration timeout) {
 }
 
 bool Pipeline::Emit(std::vector<Sample>& samples) {
-  absl::StatusOr<Batch> batch =
-      AssembleBatch(config_.fields, samples, pool_->Acquire(), *arena_);
+  using internal_stats::StatsCounters;
+  absl::StatusOr<Batch> batch;
+  {
+    internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
+    batch = AssembleBatch(config_.fields, samples, pool_->Acquire(), *arena_);
+  }
+  if (!batch.ok()) {
+    Fail(batch.status());
+    return false;
+  }
+  StatsCounters::Add(config_.stats->num_batches, 1);
+  StatsCounters::Add(config_.stats->num_samples_decoded,
+                     static_cast<int64_t>(samples.size()));
   samples.clear();
-  const bool ok = batch.ok();
-  return ready_.Push(std::move(batch)) && ok;
+  return ready_.Push(*std::move(batch));
+}
+
+void Pipeline::Fail(absl::Status error) {
+  internal_stats::StatsCounters::Add(config_.stats->num_errors, 1);
+  ready_.Push(std::move(error));
+  ready_.Close();
 }
 
 void Pipeline::Assemble() {
@@ -77,8 +94,7 @@ void Pipeline::Assemble() {
   for (size_t index = 0; index < readers_.num_shards(); ++index) {
     while (std::optional<absl::StatusOr<Sample>> item = readers_.Pop(index)) {
       if (!item->ok()) {
-        ready_.Push(item->status());
-        ready_.Close();
+        Fail(item->status());
         return;
       }
       std::optional<Sample> out = shuffle.Add(**std::move(item));

@@ -46,6 +46,7 @@ struct PipelineConfig {
   size_t prefetch_batches = 2;    // assembled batches waiting for the consumer
   size_t shard_queue_samples = 64;  // parsed samples buffered per shard
   SourceOptions source;
+  std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
 };
 
 class Pipeline {
@@ -62,13 +63,18 @@ class Pipeline {
   // Waits up to `timeout` until Next() would not block.
   bool WaitReady(absl::Duration timeout);
 
+  // Batches ready for the consumer now.
+  size_t num_ready() const { return ready_.size(); }
+
   // Ends the epoch early: wakes and stops every thread. Idempotent.
   void Stop();
 
  private:
   void Assemble();
-  // Decodes `samples` into a batch and queues it; false if stopped.
+  // Decodes `samples` into a batch and queues it; false if stopped or failed.
   bool Emit(std::vector<Sample>& samples);
+  // Hands `error` to the consumer and ends the epoch.
+  void Fail(absl::Status error);
 
   const PipelineConfig config_;
   std::shared_ptr<internal_batch::BatchPool> pool_;

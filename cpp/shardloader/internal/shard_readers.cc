@@ -33,17 +33,35 @@ struct ShardReaders::State {
   }
 
   void Read(size_t index) {
+    using internal_stats::ScopedTimer;
+    using internal_stats::StatsCounters;
+    StatsCounters& stats = *config.stats;
     SampleQueue& queue = *queues[index];
-    absl::StatusOr<std::unique_ptr<ByteSource>> source =
-        OpenSource(config.shards[index], config.source);
+    absl::StatusOr<std::unique_ptr<ByteSource>> source;
+    {
+      ScopedTimer timer(stats.read_busy_ns);
+      source = OpenSource(config.shards[index], config.source);
+    }
     if (!source.ok()) {
       queue.Push(source.status());
       queue.Close();
       return;
     }
+    StatsCounters::Add(stats.num_shards_opened, 1);
+    const ByteSource* position = source->get();
     SampleReader reader(*std::move(source), config.wanted_extensions);
+    int64_t counted_bytes = 0;
     while (true) {
-      absl::StatusOr<std::optional<Sample>> sample = reader.Next();
+      absl::StatusOr<std::optional<Sample>> sample;
+      {
+        ScopedTimer timer(stats.read_busy_ns);
+        sample = reader.Next();
+      }
+      StatsCounters::Add(stats.num_bytes_read, position->position() - counted_bytes);
+      counted_bytes = position->position();
+      if (sample.ok() && sample->has_value()) {
+        StatsCounters::Add(stats.num_samples_read, 1);
+      }
       if (!sample.ok()) {
         queue.Push(sample.status());
         break;

@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "shardloader/format/sample.h"
+#include "shardloader/internal/stats_counters.h"
 #include "shardloader/io/open_source.h"
 
 namespace shardloader::internal_pipeline {
@@ -34,6 +35,7 @@ struct ShardReadersConfig {
   int num_threads = 2;
   int prefetch_shards = 2;
   size_t queue_samples = 64;  // parsed samples buffered per shard
+  std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
 };
 
 class ShardReaders {

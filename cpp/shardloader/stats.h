@@ -1,0 +1,37 @@
+// LoaderStats: what a Loader has done so far, for monitoring and tuning.
+//
+// Counters are cumulative over the Loader's life (all epochs); depths are
+// read at the moment of the call. Busy times add up the time threads spent
+// in each stage, so with N threads they can exceed wall-clock time.
+//
+// Thread-safety: plain value type.
+#ifndef SHARDLOADER_STATS_H_
+#define SHARDLOADER_STATS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace shardloader {
+
+struct LoaderStats {
+  int64_t num_shards_opened = 0;
+  int64_t num_samples_read = 0;     // parsed from shards
+  int64_t num_bytes_read = 0;       // shard bytes consumed by the readers
+  int64_t num_batches = 0;          // assembled (decoded) batches
+  int64_t num_samples_decoded = 0;  // samples in those batches
+  int64_t num_errors = 0;           // errors that ended an epoch
+  absl::Duration read_busy;         // I/O threads opening, reading, parsing
+  absl::Duration decode_busy;       // assembling batches (decode in the arena)
+  absl::Duration consumer_wait;     // the consumer blocked waiting for batches
+  int64_t ready_queue_depth = 0;    // batches ready for the consumer now
+  int64_t batch_slots_created = 0;  // pool slots ever allocated
+
+  // One line for logs: "shardloader: 12345 samples, 1.2 GB read, ...".
+  std::string Summary() const;
+};
+
+}  // namespace shardloader
+
+#endif  // SHARDLOADER_STATS_H_

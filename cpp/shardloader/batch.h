@@ -41,11 +41,13 @@ struct BatchField {
 class Batch {
  public:
   Batch(int64_t num_samples, std::vector<BatchField> fields,
-        std::vector<std::string> keys, std::shared_ptr<const void> memory)
+        std::vector<std::string> keys, std::shared_ptr<const void> memory,
+        bool pinned)
       : num_samples_(num_samples),
         fields_(std::move(fields)),
         keys_(std::move(keys)),
-        memory_(std::move(memory)) {}
+        memory_(std::move(memory)),
+        pinned_(pinned) {}
 
   // Number of samples B (batch_size, or fewer in an epoch's last batch).
   int64_t num_samples() const { return num_samples_; }
@@ -57,12 +59,15 @@ class Batch {
   const std::vector<std::string>& keys() const { return keys_; }
   // Owner of the tensors' memory; keep a copy to keep them valid.
   const std::shared_ptr<const void>& memory() const { return memory_; }
+  // Whether every tensor's memory is page-locked with CUDA (pinned).
+  bool pinned() const { return pinned_; }
 
  private:
   int64_t num_samples_;
   std::vector<BatchField> fields_;
   std::vector<std::string> keys_;
   std::shared_ptr<const void> memory_;
+  bool pinned_;
 };
 
 }  // namespace shardloader

@@ -74,9 +74,9 @@ absl::Status Validate(const LoaderOptions& options) {
 // What runs: the decode arena, the batch pool and the current epoch.
 class Loader::Engine {
  public:
-  Engine(int num_threads, size_t num_fields, size_t pool_capacity)
+  Engine(int num_threads, size_t num_fields, size_t pool_capacity, bool pin)
       : arena(num_threads),
-        pool(internal_batch::BatchPool::Create(num_fields, pool_capacity)) {}
+        pool(internal_batch::BatchPool::Create(num_fields, pool_capacity, pin)) {}
 
   tbb::task_arena arena;
   std::shared_ptr<internal_batch::BatchPool> pool;
@@ -114,7 +114,8 @@ Loader::Loader(LoaderOptions options, std::vector<std::string> shards)
       creator_pid_(::getpid()),
       engine_(std::make_unique<Engine>(
           options_.num_threads > 0 ? options_.num_threads : AvailableCpus(),
-          options_.fields.size(), options_.prefetch_batches + 2)),
+          options_.fields.size(), options_.prefetch_batches + 2,
+          options_.pin_memory)),
       epoch_(options_.epoch),
       sample_counts_(shards_.size()) {}
 
@@ -149,33 +150,32 @@ ReaderPosition Loader::Position() const {
           .shuffle = options_.shuffle};
 }
 
-absl::StatusOr<std::vector<std::string>> Loader::EpochShards() const {
-  SL_ASSIGN_OR_RETURN(std::vector<size_t> indices,
-                      PlanShards(shards_.size(), Position()));
-  std::vector<std::string> shards;
-  shards.reserve(indices.size());
-  for (size_t index : indices) shards.push_back(shards_[index]);
-  return shards;
-}
 
 absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
   absl::MutexLock lock(&mu_);
   SL_RETURN_IF_ERROR(CheckUsable());
   if (engine_->pipeline == nullptr) {
-    SL_ASSIGN_OR_RETURN(std::vector<std::string> shards, EpochShards());
+    SL_ASSIGN_OR_RETURN(std::vector<size_t> indices,
+                        PlanShards(shards_.size(), Position()));
     internal_pipeline::PipelineConfig config{
-        .shards = std::move(shards),
+        .shards = {},
         .fields = options_.fields,
         .batch_size = options_.batch_size,
         .drop_last = options_.drop_last,
         .shuffle_buffer_size = options_.shuffle ? options_.shuffle_buffer_size : 0,
         .shuffle_seed = SampleShuffleSeed(Position()),
+        .seed = options_.seed,
+        .epoch = epoch_,
         .num_io_threads = options_.num_io_threads,
         .prefetch_shards = options_.prefetch_shards,
         .prefetch_batches = options_.prefetch_batches,
         .source = {.block_size_bytes = options_.block_size_bytes},
         .stats = engine_->stats,
     };
+    for (size_t index : indices) {
+      config.shards.push_back(shards_[index]);
+      config.shard_indices.push_back(static_cast<int64_t>(index));
+    }
     engine_->pipeline = std::make_shared<Pipeline>(
         std::move(config), engine_->pool, &engine_->arena);
   }

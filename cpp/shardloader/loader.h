@@ -72,6 +72,9 @@ struct LoaderOptions {
   int prefetch_shards = 2;         // shards read ahead of the current one
   size_t prefetch_batches = 2;     // batches assembled ahead of the consumer
   size_t block_size_bytes = size_t{1} << 20;  // local read size
+  // Page-lock batch memory with CUDA when a CUDA runtime and device are
+  // present (Batch::pinned() tells); ordinary memory otherwise.
+  bool pin_memory = true;
 };
 
 class Loader {
@@ -125,8 +128,6 @@ class Loader {
   absl::StatusOr<std::shared_ptr<internal_pipeline::Pipeline>> StartedPipeline()
       ABSL_LOCKS_EXCLUDED(mu_);
   ReaderPosition Position() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<std::string>> EpochShards() const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const LoaderOptions options_;

@@ -48,6 +48,10 @@ class Loader:
         worker, num_workers: DataLoader worker split within this rank.
         output: ``"torch"`` (tensors; the default when torch is installed) or
             ``"numpy"`` (arrays).
+        pin_memory: page-lock batch memory with CUDA when a CUDA runtime and
+            device are present, so ``batch[k].cuda(non_blocking=True)`` is
+            an asynchronous copy (``batch[k].is_pinned()`` is then True);
+            ordinary memory otherwise.
         log_every_s: while iterating, log :meth:`stats` as one line to the
             ``"shardloader"`` logger (level INFO) at most this often, in
             seconds; None (the default) never logs.
@@ -72,7 +76,7 @@ class Loader:
                  epoch: int = 0, worker: int = 0, num_workers: int = 1,
                  output: str | None = None, num_io_threads: int = 2,
                  prefetch_shards: int = 2, prefetch_batches: int = 2,
-                 log_every_s: float | None = None):
+                 pin_memory: bool = True, log_every_s: float | None = None):
         if isinstance(urls, (str, os.PathLike)):
             urls = [urls]
         if output is None:
@@ -100,6 +104,7 @@ class Loader:
         options.num_io_threads = num_io_threads
         options.prefetch_shards = prefetch_shards
         options.prefetch_batches = prefetch_batches
+        options.pin_memory = pin_memory
         self._core = _core.Loader(options)
 
     def __iter__(self) -> Iterator[dict]:

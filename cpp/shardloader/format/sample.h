@@ -30,6 +30,7 @@ struct Sample {
   std::string shard;   // URI of the shard it came from
   int64_t offset = 0;  // byte offset of its first member's header
   int64_t index = 0;   // position among the shard's samples, from 0
+  int64_t shard_index = 0;  // the shard's position in the loader's list
   std::vector<SampleField> fields;
 
   // The field with extension `extension`, or nullptr.

@@ -11,6 +11,7 @@
 #include "shardloader/decode/image.h"
 #include "shardloader/decode/npy.h"
 #include "shardloader/decode/text.h"
+#include "shardloader/plan/epoch_plan.h"
 
 namespace shardloader::internal_pipeline {
 namespace {
@@ -36,7 +37,7 @@ absl::StatusOr<const SampleField*> FindField(const FieldSpec& spec,
 
 // Decodes one fixed-size value of `spec` into `dst`.
 absl::Status DecodeFixed(const FieldSpec& spec, const std::string& data,
-                         uint8_t* dst) {
+                         uint64_t sample_seed, uint8_t* dst) {
   switch (spec.kind) {
     case FieldKind::kInt: {
       SL_ASSIGN_OR_RETURN(const int64_t label, ParseIntLabel(data));
@@ -47,7 +48,7 @@ absl::Status DecodeFixed(const FieldSpec& spec, const std::string& data,
       return DecodeNpy(data, spec.dtype, spec.shape,
                        reinterpret_cast<char*>(dst));
     case FieldKind::kImage:
-      return DecodeImage(data, spec.image, dst);
+      return DecodeImage(data, spec.image, sample_seed, dst);
     case FieldKind::kBytes:
     case FieldKind::kText:
       break;
@@ -71,7 +72,8 @@ absl::Status PrepareRagged(const FieldSpec& spec,
 }
 
 absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
-                          const Sample& sample, size_t row, BatchSlot& slot) {
+                          const Sample& sample, size_t row, uint64_t sample_seed,
+                          BatchSlot& slot) {
   for (size_t f = 0; f < fields.size(); ++f) {
     const FieldSpec& spec = fields[f];
     FieldBuffers& buffers = slot.fields[f];
@@ -86,7 +88,7 @@ absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
                     field->data.size());
       }
     } else {
-      status = DecodeFixed(spec, field->data,
+      status = DecodeFixed(spec, field->data, sample_seed,
                            buffers.values.data() + row * spec.sample_bytes());
     }
     if (!status.ok()) {
@@ -109,7 +111,8 @@ TensorView MakeView(DType dtype, std::vector<int64_t> shape, uint8_t* data) {
 absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
                                     absl::Span<const Sample> samples,
                                     std::shared_ptr<BatchSlot> slot,
-                                    tbb::task_arena& arena) {
+                                    tbb::task_arena& arena,
+                                    const AugmentationKey& augmentation) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
     if (fields[f].ragged()) {
@@ -127,7 +130,12 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
         tbb::blocked_range<size_t>(0, samples.size()),
         [&](const tbb::blocked_range<size_t>& rows) {
           for (size_t row = rows.begin(); row != rows.end(); ++row) {
-            absl::Status status = DecodeSample(fields, samples[row], row, *slot);
+            const Sample& sample = samples[row];
+            absl::Status status = DecodeSample(
+                fields, sample, row,
+                SampleAugmentationSeed(augmentation.seed, augmentation.epoch,
+                                       sample.shard_index, sample.index),
+                *slot);
             if (status.ok()) continue;
             absl::MutexLock lock(&mu);
             if (row < first_error_row) {
@@ -141,6 +149,7 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
 
   std::vector<BatchField> views;
   views.reserve(fields.size());
+  bool pinned = true;
   for (size_t f = 0; f < fields.size(); ++f) {
     const FieldSpec& spec = fields[f];
     FieldBuffers& buffers = slot->fields[f];
@@ -153,6 +162,7 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
                              buffers.values.data());
       view.offsets = MakeView(DType::kInt64, {num_samples + 1},
                               buffers.offsets.data());
+      pinned = pinned && buffers.offsets.pinned();
     } else {
       std::vector<int64_t> shape = {num_samples};
       for (int64_t dim : spec.sample_shape()) shape.push_back(dim);
@@ -160,11 +170,14 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
                              buffers.values.data());
     }
   }
+  for (const FieldBuffers& buffers : slot->fields) {
+    pinned = pinned && buffers.values.pinned();
+  }
   std::vector<std::string> keys;
   keys.reserve(samples.size());
   for (const Sample& sample : samples) keys.push_back(sample.key);
   return Batch(num_samples, std::move(views), std::move(keys),
-               std::shared_ptr<const void>(std::move(slot)));
+               std::shared_ptr<const void>(std::move(slot)), pinned);
 }
 
 }  // namespace shardloader::internal_pipeline

@@ -23,12 +23,19 @@
 
 namespace shardloader::internal_pipeline {
 
+// What random augmentations derive from (see SampleAugmentationSeed).
+struct AugmentationKey {
+  uint64_t seed = 0;
+  int64_t epoch = 0;
+};
+
 // Decodes `samples` per `fields` into `slot` and returns the Batch viewing
 // it. Errors: DataLoss (missing field, corrupt value) with the sample's
 // shard, offset and key.
 absl::StatusOr<Batch> AssembleBatch(
     absl::Span<const FieldSpec> fields, absl::Span<const Sample> samples,
-    std::shared_ptr<internal_batch::BatchSlot> slot, tbb::task_arena& arena);
+    std::shared_ptr<internal_batch::BatchSlot> slot, tbb::task_arena& arena,
+    const AugmentationKey& augmentation);
 
 }  // namespace shardloader::internal_pipeline
 

@@ -3,8 +3,8 @@
 namespace shardloader::internal_batch {
 
 std::shared_ptr<BatchPool> BatchPool::Create(size_t num_fields,
-                                             size_t capacity) {
-  return std::shared_ptr<BatchPool>(new BatchPool(num_fields, capacity));
+                                             size_t capacity, bool pin) {
+  return std::shared_ptr<BatchPool>(new BatchPool(num_fields, capacity, pin));
 }
 
 std::shared_ptr<BatchSlot> BatchPool::Acquire() {
@@ -20,7 +20,8 @@ std::shared_ptr<BatchSlot> BatchPool::Acquire() {
   }
   if (slot == nullptr) {
     slot = std::make_unique<BatchSlot>();
-    slot->fields.resize(num_fields_);
+    slot->fields.reserve(num_fields_);
+    for (size_t i = 0; i < num_fields_; ++i) slot->fields.emplace_back(pin_);
   }
   std::weak_ptr<BatchPool> pool = weak_from_this();
   return std::shared_ptr<BatchSlot>(slot.release(), [pool](BatchSlot* s) {

@@ -24,6 +24,7 @@
 namespace shardloader::internal_batch {
 
 struct FieldBuffers {
+  explicit FieldBuffers(bool pin) : values(pin), offsets(pin) {}
   AlignedBuffer values;
   AlignedBuffer offsets;  // ragged fields only
 };
@@ -34,7 +35,9 @@ struct BatchSlot {
 
 class BatchPool : public std::enable_shared_from_this<BatchPool> {
  public:
-  static std::shared_ptr<BatchPool> Create(size_t num_fields, size_t capacity);
+  // `pin`: page-lock slot memory with CUDA when a runtime is present.
+  static std::shared_ptr<BatchPool> Create(size_t num_fields, size_t capacity,
+                                           bool pin);
 
   std::shared_ptr<BatchSlot> Acquire();
 
@@ -42,12 +45,13 @@ class BatchPool : public std::enable_shared_from_this<BatchPool> {
   int64_t num_created() const;
 
  private:
-  BatchPool(size_t num_fields, size_t capacity)
-      : num_fields_(num_fields), capacity_(capacity) {}
+  BatchPool(size_t num_fields, size_t capacity, bool pin)
+      : num_fields_(num_fields), capacity_(capacity), pin_(pin) {}
   void Release(BatchSlot* slot);
 
   const size_t num_fields_;
   const size_t capacity_;
+  const bool pin_;
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<BatchSlot>> free_ ABSL_GUARDED_BY(mu_);
   int64_t num_created_ ABSL_GUARDED_BY(mu_) = 0;

@@ -27,6 +27,7 @@ Pipeline::Pipeline(PipelineConfig config,
       pool_(std::move(pool)),
       arena_(arena),
       readers_({.shards = config_.shards,
+                .shard_indices = config_.shard_indices,
                 .wanted_extensions = WantedExtensions(config_.fields),
                 .source = config_.source,
                 .num_threads = config_.num_io_threads,
@@ -62,7 +63,8 @@ bool Pipeline::Emit(std::vector<Sample>& samples) {
   absl::StatusOr<Batch> batch;
   {
     internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
-    batch = AssembleBatch(config_.fields, samples, pool_->Acquire(), *arena_);
+    batch = AssembleBatch(config_.fields, samples, pool_->Acquire(), *arena_,
+                          {.seed = config_.seed, .epoch = config_.epoch});
   }
   if (!batch.ok()) {
     Fail(batch.status());

@@ -36,11 +36,14 @@ namespace shardloader::internal_pipeline {
 
 struct PipelineConfig {
   std::vector<std::string> shards;  // this reader's shards, in read order
+  std::vector<int64_t> shard_indices;  // their positions in the loader's list
   std::vector<FieldSpec> fields;
   int64_t batch_size = 1;
   bool drop_last = false;
   size_t shuffle_buffer_size = 0;  // samples; <= 1 keeps the order
   uint64_t shuffle_seed = 0;
+  uint64_t seed = 0;   // the loader's seed, for per-sample augmentation
+  int64_t epoch = 0;
   int num_io_threads = 2;
   int prefetch_shards = 2;        // shards read ahead of the current one
   size_t prefetch_batches = 2;    // assembled batches waiting for the consumer

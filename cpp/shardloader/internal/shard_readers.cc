@@ -61,6 +61,7 @@ struct ShardReaders::State {
       counted_bytes = position->position();
       if (sample.ok() && sample->has_value()) {
         StatsCounters::Add(stats.num_samples_read, 1);
+        (*sample)->shard_index = config.shard_indices[index];
       }
       if (!sample.ok()) {
         queue.Push(sample.status());

@@ -30,6 +30,7 @@ namespace shardloader::internal_pipeline {
 
 struct ShardReadersConfig {
   std::vector<std::string> shards;             // in consumption order
+  std::vector<int64_t> shard_indices;          // Sample::shard_index of each
   std::vector<std::string> wanted_extensions;  // fields to read
   SourceOptions source;
   int num_threads = 2;

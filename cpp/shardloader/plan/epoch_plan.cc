@@ -14,6 +14,7 @@ using internal_random::Rng;
 // Distinct stream identifiers, so no two uses of (seed, epoch) coincide.
 constexpr uint64_t kShardOrderStream = 1;
 constexpr uint64_t kSampleShuffleStream = 2;
+constexpr uint64_t kAugmentationStream = 3;
 
 }  // namespace
 
@@ -61,6 +62,13 @@ uint64_t SampleShuffleSeed(const ReaderPosition& position) {
                      static_cast<uint64_t>(position.world_size),
                      static_cast<uint64_t>(position.worker),
                      static_cast<uint64_t>(position.num_workers)});
+}
+
+uint64_t SampleAugmentationSeed(uint64_t seed, int64_t epoch,
+                                int64_t shard_index, int64_t sample_index) {
+  return DeriveSeed(seed, {kAugmentationStream, static_cast<uint64_t>(epoch),
+                           static_cast<uint64_t>(shard_index),
+                           static_cast<uint64_t>(sample_index)});
 }
 
 }  // namespace shardloader

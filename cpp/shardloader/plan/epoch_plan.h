@@ -41,6 +41,13 @@ absl::StatusOr<std::vector<size_t>> PlanShards(size_t num_shards,
 // Seed of the reader's sample shuffle buffer for this epoch.
 uint64_t SampleShuffleSeed(const ReaderPosition& position);
 
+// Seed of the random augmentations (crops, flips) of one sample in one
+// epoch: a function of (seed, epoch, shard index in the loader's shard list,
+// sample index in the shard) only, so a sample is augmented the same way
+// whatever the rank, world size or thread count.
+uint64_t SampleAugmentationSeed(uint64_t seed, int64_t epoch,
+                                int64_t shard_index, int64_t sample_index);
+
 }  // namespace shardloader
 
 #endif  // SHARDLOADER_PLAN_EPOCH_PLAN_H_

@@ -31,13 +31,13 @@ void RegisterShards(py::module_& m) {
            py::arg("uri"), py::arg("read_data") = true)
       // Returns (key, offset, index, {extension: bytes}) or None at the end.
       .def("next", [](SampleReader& reader) -> py::object {
-        std::optional<Sample> value = WithoutGil([&] { return reader.Next(); });
-        if (!value.has_value()) return py::none();
+        Sample sample;
+        if (!WithoutGil([&] { return reader.Next(&sample); })) return py::none();
         py::dict fields;
-        for (const SampleField& field : value->fields) {
+        for (const SampleField& field : sample.fields) {
           fields[py::str(field.extension)] = py::bytes(field.data);
         }
-        return py::make_tuple(value->key, value->offset, value->index, fields);
+        return py::make_tuple(sample.key, sample.offset, sample.index, fields);
       });
 }
 

@@ -269,9 +269,10 @@ absl::StatusOr<int64_t> Loader::NumSamples() {
                                    {.block_size_bytes = options_.block_size_bytes}));
     SampleReader reader(std::move(source), std::vector<std::string>{});
     int64_t count = 0;
+    Sample sample;
     while (true) {
-      SL_ASSIGN_OR_RETURN(std::optional<Sample> sample, reader.Next());
-      if (!sample.has_value()) break;
+      SL_ASSIGN_OR_RETURN(const bool read, reader.Next(&sample));
+      if (!read) break;
       ++count;
     }
     absl::MutexLock lock(&mu_);

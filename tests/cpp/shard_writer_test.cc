@@ -56,10 +56,11 @@ TEST(ShardWriterTest, RollsShardsByCountAndWritesAnIndex) {
 
   // The shards read back as the samples written.
   SampleReader reader(*LocalFileSource::Open(shards[1].path));
-  auto sample = reader.Next();
-  ASSERT_TRUE(sample.ok() && sample->has_value());
-  EXPECT_EQ((*sample)->key, "k3");
-  EXPECT_EQ((*sample)->Find("bin")->data, "aaa");
+  Sample sample;
+  absl::StatusOr<bool> read = reader.Next(&sample);
+  ASSERT_TRUE(read.ok() && *read);
+  EXPECT_EQ(sample.key, "k3");
+  EXPECT_EQ(sample.Find("bin")->data, "aaa");
 }
 
 TEST(ShardWriterTest, RollsShardsBySize) {

@@ -11,6 +11,7 @@
 #define SHARDLOADER_FORMAT_SAMPLE_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include "absl/strings/string_view.h"
@@ -27,17 +28,19 @@ struct SampleField {
 
 struct Sample {
   std::string key;
-  std::string shard;   // URI of the shard it came from
+  std::shared_ptr<const std::string> shard;  // URI of its shard (shared)
   int64_t offset = 0;  // byte offset of its first member's header
   int64_t index = 0;   // position among the shard's samples, from 0
   int64_t shard_index = 0;  // the shard's position in the loader's list
+  // The sample's fields. A reused Sample keeps the capacity of its fields'
+  // strings, so refilling it allocates nothing in steady state.
   std::vector<SampleField> fields;
 
   // The field with extension `extension`, or nullptr.
   const SampleField* Find(absl::string_view extension) const;
   // Where the sample lives, for errors.
   ErrorContext context() const {
-    return {.uri = shard, .offset = offset, .key = key};
+    return {.uri = shard ? *shard : std::string(), .offset = offset, .key = key};
   }
 };
 

@@ -21,6 +21,7 @@ SampleReader::SampleReader(
     std::unique_ptr<ByteSource> source,
     std::optional<std::vector<std::string>> wanted_extensions)
     : source_(std::move(source)),
+      uri_(std::make_shared<const std::string>(source_->uri())),
       tar_(source_.get()),
       read_all_(!wanted_extensions.has_value()) {
   if (wanted_extensions.has_value()) {
@@ -43,35 +44,42 @@ absl::StatusOr<std::optional<TarMember>> SampleReader::NextDataMember() {
   }
 }
 
-absl::StatusOr<std::optional<Sample>> SampleReader::Next() {
+absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
   if (!pending_.has_value()) {
     SL_ASSIGN_OR_RETURN(pending_, NextDataMember());
-    if (!pending_.has_value()) return std::nullopt;
+    if (!pending_.has_value()) return false;
   }
-  Sample sample;
-  sample.shard = source_->uri();
-  sample.offset = pending_->header_offset;
-  sample.index = next_index_++;
-  sample.key = std::string(SplitKey(pending_->name)->key);
+  sample->shard = uri_;
+  sample->offset = pending_->header_offset;
+  sample->index = next_index_++;
+  const absl::string_view key = SplitKey(pending_->name)->key;
+  sample->key.assign(key.data(), key.size());
+  size_t num_fields = 0;
   while (pending_.has_value()) {
     const KeyAndExtension split = *SplitKey(pending_->name);
-    if (split.key != sample.key) break;
-    if (sample.Find(split.extension) != nullptr) {
-      return WithContext(
-          absl::DataLossError(absl::StrCat(
-              "repeated extension '", split.extension, "' in one sample")),
-          {.uri = sample.shard, .offset = pending_->header_offset,
-           .key = sample.key});
+    if (split.key != sample->key) break;
+    for (size_t i = 0; i < num_fields; ++i) {
+      if (sample->fields[i].extension == split.extension) {
+        return WithContext(
+            absl::DataLossError(absl::StrCat(
+                "repeated extension '", split.extension, "' in one sample")),
+            {.uri = *uri_, .offset = pending_->header_offset,
+             .key = sample->key});
+      }
     }
-    SampleField& field = sample.fields.emplace_back();
+    if (num_fields == sample->fields.size()) sample->fields.emplace_back();
+    SampleField& field = sample->fields[num_fields++];
     field.extension = split.extension;
     if (Wanted(split.extension)) {
       SL_RETURN_IF_ERROR(WithContext(tar_.ReadData(&field.data),
-                                     {.key = sample.key}));
+                                     {.key = sample->key}));
+    } else {
+      field.data.clear();
     }
     SL_ASSIGN_OR_RETURN(pending_, NextDataMember());
   }
-  return sample;
+  sample->fields.resize(num_fields);
+  return true;
 }
 
 }  // namespace shardloader

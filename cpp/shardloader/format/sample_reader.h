@@ -33,15 +33,17 @@ class SampleReader {
       std::unique_ptr<ByteSource> source,
       std::optional<std::vector<std::string>> wanted_extensions = std::nullopt);
 
-  // The next sample, or nullopt at the end of the shard. Errors: those of
-  // TarReader, and DataLoss for a repeated extension.
-  absl::StatusOr<std::optional<Sample>> Next();
+  // Reads the next sample into `*sample`, reusing its strings' capacity.
+  // Returns false at the end of the shard. Errors: those of TarReader, and
+  // DataLoss for a repeated extension.
+  absl::StatusOr<bool> Next(Sample* sample);
 
  private:
   absl::StatusOr<std::optional<TarMember>> NextDataMember();
   bool Wanted(absl::string_view extension) const;
 
   std::unique_ptr<ByteSource> source_;
+  std::shared_ptr<const std::string> uri_;
   TarReader tar_;
   bool read_all_;
   absl::flat_hash_set<std::string> wanted_;

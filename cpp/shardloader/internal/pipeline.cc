@@ -26,6 +26,8 @@ Pipeline::Pipeline(PipelineConfig config,
     : config_(std::move(config)),
       pool_(std::move(pool)),
       arena_(arena),
+      sample_pool_(std::make_shared<SamplePool>(
+          std::max<size_t>(2 * config_.batch_size, 256))),
       readers_({.shards = config_.shards,
                 .shard_indices = config_.shard_indices,
                 .wanted_extensions = WantedExtensions(config_.fields),
@@ -33,7 +35,8 @@ Pipeline::Pipeline(PipelineConfig config,
                 .num_threads = config_.num_io_threads,
                 .prefetch_shards = config_.prefetch_shards,
                 .queue_samples = config_.shard_queue_samples,
-                .stats = config_.stats}),
+                .stats = config_.stats,
+                .sample_pool = sample_pool_}),
       ready_(config_.prefetch_batches),
       assembler_([this] { Assemble(); }) {}
 
@@ -73,7 +76,7 @@ bool Pipeline::Emit(std::vector<Sample>& samples) {
   StatsCounters::Add(config_.stats->num_batches, 1);
   StatsCounters::Add(config_.stats->num_samples_decoded,
                      static_cast<int64_t>(samples.size()));
-  samples.clear();
+  sample_pool_->Give(samples);
   return ready_.Push(*std::move(batch));
 }
 

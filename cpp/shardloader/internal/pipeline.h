@@ -29,6 +29,7 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/internal/batch_pool.h"
 #include "shardloader/internal/bounded_queue.h"
+#include "shardloader/internal/sample_pool.h"
 #include "shardloader/internal/shard_readers.h"
 #include "shardloader/io/open_source.h"
 
@@ -82,6 +83,7 @@ class Pipeline {
   const PipelineConfig config_;
   std::shared_ptr<internal_batch::BatchPool> pool_;
   tbb::task_arena* arena_;
+  std::shared_ptr<SamplePool> sample_pool_;
   ShardReaders readers_;
   BoundedQueue<absl::StatusOr<Batch>> ready_;
   std::thread assembler_;

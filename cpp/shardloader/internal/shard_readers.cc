@@ -52,22 +52,22 @@ struct ShardReaders::State {
     SampleReader reader(*std::move(source), config.wanted_extensions);
     int64_t counted_bytes = 0;
     while (true) {
-      absl::StatusOr<std::optional<Sample>> sample;
+      Sample sample = config.sample_pool->Take();
+      absl::StatusOr<bool> read;
       {
         ScopedTimer timer(stats.read_busy_ns);
-        sample = reader.Next();
+        read = reader.Next(&sample);
       }
       StatsCounters::Add(stats.num_bytes_read, position->position() - counted_bytes);
       counted_bytes = position->position();
-      if (sample.ok() && sample->has_value()) {
-        StatsCounters::Add(stats.num_samples_read, 1);
-        (*sample)->shard_index = config.shard_indices[index];
-      }
-      if (!sample.ok()) {
-        queue.Push(sample.status());
+      if (!read.ok()) {
+        queue.Push(read.status());
         break;
       }
-      if (!sample->has_value() || !queue.Push(**std::move(sample))) break;
+      if (!*read) break;
+      StatsCounters::Add(stats.num_samples_read, 1);
+      sample.shard_index = config.shard_indices[index];
+      if (!queue.Push(std::move(sample))) break;
     }
     queue.Close();
   }

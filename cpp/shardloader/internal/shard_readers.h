@@ -23,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "shardloader/format/sample.h"
+#include "shardloader/internal/sample_pool.h"
 #include "shardloader/internal/stats_counters.h"
 #include "shardloader/io/open_source.h"
 
@@ -37,6 +38,7 @@ struct ShardReadersConfig {
   int prefetch_shards = 2;
   size_t queue_samples = 64;  // parsed samples buffered per shard
   std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
+  std::shared_ptr<SamplePool> sample_pool;              // not null
 };
 
 class ShardReaders {

@@ -39,11 +39,12 @@ std::vector<Sample> ReadAll(const std::string& archive,
   SampleReader reader(std::make_unique<MemorySource>("mem.tar", archive),
                       std::move(wanted));
   std::vector<Sample> samples;
+  Sample sample;  // reused, as the loader does
   while (true) {
-    absl::StatusOr<std::optional<Sample>> sample = reader.Next();
-    EXPECT_TRUE(sample.ok()) << sample.status();
-    if (!sample.ok() || !sample->has_value()) break;
-    samples.push_back(**sample);
+    absl::StatusOr<bool> read = reader.Next(&sample);
+    EXPECT_TRUE(read.ok()) << read.status();
+    if (!read.ok() || !*read) break;
+    samples.push_back(sample);
   }
   return samples;
 }
@@ -68,7 +69,7 @@ TEST(SampleReaderTest, GroupsConsecutiveMembersWithOneKey) {
   ASSERT_EQ(samples.size(), 3u);
   EXPECT_EQ(samples[0].key, "a/0001");
   EXPECT_EQ(samples[0].offset, 0);
-  EXPECT_EQ(samples[0].shard, "mem.tar");
+  EXPECT_EQ(*samples[0].shard, "mem.tar");
   ASSERT_NE(samples[0].Find("cls"), nullptr);
   EXPECT_EQ(samples[0].Find("cls")->data, "3");
   EXPECT_EQ(samples[1].key, "a/0002");
@@ -92,10 +93,11 @@ TEST(SampleReaderTest, RepeatedExtensionIsDataLossNamingTheSample) {
   const std::string archive =
       MakeTar({{"k.jpg", "1"}, {"k.cls", "2"}, {"k.jpg", "3"}});
   SampleReader reader(std::make_unique<MemorySource>("dup.tar", archive));
-  absl::StatusOr<std::optional<Sample>> sample = reader.Next();
-  ASSERT_FALSE(sample.ok());
-  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(sample.status().message()),
+  Sample sample;
+  absl::StatusOr<bool> read = reader.Next(&sample);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(read.status().message()),
               ::testing::AllOf(::testing::HasSubstr("dup.tar"),
                                ::testing::HasSubstr("offset 2048"),
                                ::testing::HasSubstr("sample k")));
@@ -110,14 +112,32 @@ TEST(SampleReaderTest, UnwantedFieldsAreListedButNotRead) {
   EXPECT_EQ(samples[0].Find("cls")->data, "2");
 }
 
+TEST(SampleReaderTest, ReusedSampleKeepsItsBuffers) {
+  const std::string archive = MakeTar({{"a.bin", std::string(1000, 'x')},
+                                       {"a.cls", "1"},
+                                       {"b.bin", std::string(800, 'y')},
+                                       {"b.cls", "2"}});
+  SampleReader reader(std::make_unique<MemorySource>("mem.tar", archive));
+  Sample sample;
+  ASSERT_TRUE(*reader.Next(&sample));
+  const char* buffer = sample.Find("bin")->data.data();
+  ASSERT_TRUE(*reader.Next(&sample));
+  EXPECT_EQ(sample.key, "b");
+  EXPECT_EQ(sample.fields.size(), 2u);
+  EXPECT_EQ(sample.Find("bin")->data, std::string(800, 'y'));
+  EXPECT_EQ(sample.Find("bin")->data.data(), buffer);  // no new allocation
+  EXPECT_FALSE(*reader.Next(&sample));
+}
+
 TEST(SampleReaderTest, TruncatedShardIsDataLoss) {
   std::string archive = MakeTar({{"k.bin", std::string(3000, 'x')}});
   archive.resize(1500);
   SampleReader reader(std::make_unique<MemorySource>("cut.tar", archive));
-  absl::StatusOr<std::optional<Sample>> sample = reader.Next();
-  ASSERT_FALSE(sample.ok());
-  EXPECT_EQ(sample.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(sample.status().message()), ::testing::HasSubstr("cut.tar"));
+  Sample sample;
+  absl::StatusOr<bool> read = reader.Next(&sample);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(read.status().message()), ::testing::HasSubstr("cut.tar"));
 }
 
 }  // namespace

@@ -17,16 +17,18 @@ namespace {
 constexpr absl::Duration kSignalPollInterval = absl::Milliseconds(100);
 
 py::object NextBatch(Loader& loader) {
-  while (true) {
-    bool ready;
+  // One GIL release per batch: wait and take the batch in the same window.
+  std::optional<absl::StatusOr<std::optional<Batch>>> result;
+  while (!result.has_value()) {
     {
       py::gil_scoped_release release;
-      ready = loader.WaitReady(kSignalPollInterval);
+      if (loader.WaitReady(kSignalPollInterval)) result = loader.Next();
     }
-    if (ready) break;
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!result.has_value() && PyErr_CheckSignals() != 0) {
+      throw py::error_already_set();
+    }
   }
-  std::optional<Batch> value = WithoutGil([&] { return loader.Next(); });
+  std::optional<Batch> value = Unwrap(*std::move(result));
   if (!value.has_value()) return py::none();
   return BatchToPython(*value);
 }

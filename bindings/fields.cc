@@ -19,10 +19,22 @@ void RegisterFields(py::module_& m) {
       .value("IMAGE", FieldKind::kImage);
   py::enum_<ResizeMode>(m, "ResizeMode")
       .value("CENTER_CROP", ResizeMode::kCenterCrop)
-      .value("STRETCH", ResizeMode::kStretch);
+      .value("STRETCH", ResizeMode::kStretch)
+      .value("RANDOM_RESIZED_CROP", ResizeMode::kRandomResizedCrop);
   py::enum_<Layout>(m, "Layout")
       .value("HWC", Layout::kHWC)
       .value("CHW", Layout::kCHW);
+  py::class_<ImageOptions>(m, "ImageOptions")
+      .def(py::init<>())
+      .def_readwrite("height", &ImageOptions::height)
+      .def_readwrite("width", &ImageOptions::width)
+      .def_readwrite("resize", &ImageOptions::resize)
+      .def_readwrite("layout", &ImageOptions::layout)
+      .def_readwrite("min_scale", &ImageOptions::min_scale)
+      .def_readwrite("max_scale", &ImageOptions::max_scale)
+      .def_readwrite("min_ratio", &ImageOptions::min_ratio)
+      .def_readwrite("max_ratio", &ImageOptions::max_ratio)
+      .def_readwrite("random_flip", &ImageOptions::random_flip);
   py::class_<FieldSpec>(m, "FieldSpec")
       .def(py::init<>())
       .def_readwrite("name", &FieldSpec::name)
@@ -38,18 +50,7 @@ void RegisterFields(py::module_& m) {
             f.dtype = *dtype;
           })
       .def_readwrite("shape", &FieldSpec::shape)
-      .def_property(
-          "height", [](const FieldSpec& f) { return f.image.height; },
-          [](FieldSpec& f, int value) { f.image.height = value; })
-      .def_property(
-          "width", [](const FieldSpec& f) { return f.image.width; },
-          [](FieldSpec& f, int value) { f.image.width = value; })
-      .def_property(
-          "resize", [](const FieldSpec& f) { return f.image.resize; },
-          [](FieldSpec& f, ResizeMode value) { f.image.resize = value; })
-      .def_property(
-          "layout", [](const FieldSpec& f) { return f.image.layout; },
-          [](FieldSpec& f, Layout value) { f.image.layout = value; })
+      .def_readwrite("image", &FieldSpec::image)
       .def("validate", [](const FieldSpec& f) { ThrowIfError(f.Validate()); });
 }
 

@@ -98,9 +98,9 @@ absl::Status FieldSpec::Validate() const {
       }
     }
   }
-  if (kind == FieldKind::kImage && (image.height <= 0 || image.width <= 0)) {
-    return Invalid(*this, absl::StrCat("image size ", image.height, "x",
-                                       image.width, " must be positive"));
+  if (kind == FieldKind::kImage) {
+    const absl::Status status = ValidateImageOptions(image);
+    if (!status.ok()) return Invalid(*this, status.message());
   }
   return absl::OkStatus();
 }

@@ -1,50 +1,30 @@
 #include "shardloader/decode/image.h"
 
+// jpeglib.h needs FILE and size_t declared first.
+#include <cstddef>
+#include <cstdio>
+
+#include <jpeglib.h>
+#include <jerror.h>
 #include <png.h>
-#include <turbojpeg.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csetjmp>
-#include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
-#include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "shardloader/internal/random.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
 namespace {
 
-// stb_image_resize makes exactly one allocation per resize; it is served from
-// the calling thread's scratch vector passed as the allocation context, so a
-// resize allocates nothing once the vector is large enough.
-void* ResizeScratch(size_t size, void* context) {
-  auto* scratch = static_cast<std::vector<unsigned char>*>(context);
-  if (scratch->size() < size) scratch->resize(size);
-  return scratch->data();
-}
-
-}  // namespace
-}  // namespace shardloader
-
-#define STBIR_MALLOC(size, context) \
-  ::shardloader::ResizeScratch((size), (context))
-#define STBIR_FREE(ptr, context) ((void)(ptr), (void)(context))
-#define STB_IMAGE_RESIZE_STATIC
-#define STB_IMAGE_RESIZE_IMPLEMENTATION
-// Static functions of the library that this file does not call are unused.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include <stb_image_resize.h>
-#pragma GCC diagnostic pop
-
-namespace shardloader {
-namespace {
+using internal_random::Rng;
 
 constexpr int kChannels = 3;
 
@@ -57,20 +37,206 @@ constexpr int64_t kMaxPixels = int64_t{1} << 28;
 // after the call instead of being kept by the thread for good.
 constexpr size_t kMaxRetainedBytes = size_t{64} << 20;
 
+// torchvision's RandomResizedCrop.get_params tries this many boxes before
+// falling back to a central crop.
+constexpr int kCropAttempts = 10;
+
+// The flip is drawn from its own stream, DeriveSeed(seed, {kFlipStream}), so
+// that it does not depend on how many numbers the crop sampler drew.
+constexpr uint64_t kFlipStream = 0x666c6970;  // "flip"
+
+// TurboJPEG's TJFLAG_LIMITSCANS bound: a hostile progressive JPEG with
+// thousands of tiny scans would otherwise take minutes to decode.
+constexpr int kMaxJpegScans = 500;
+
+// A uniform double in [0, 1) from the top 53 bits of the generator.
+double UniformUnit(Rng& rng) {
+  return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53;
+}
+
+// Python's round(): to the nearest integer, ties to even.
+double RoundHalfToEven(double x) {
+  const double floor = std::floor(x);
+  const double fraction = x - floor;
+  if (fraction > 0.5) return floor + 1;
+  if (fraction < 0.5) return floor;
+  return std::fmod(floor, 2.0) == 0 ? floor : floor + 1;
+}
+
+// ------------------------------------------------------------ resizing ----
+
+// Fixed-point precision of the filter weights: PIL's for 8-bit samples.
+// A sum of 255 times weights adding up to 1 stays below 2^31.
+constexpr int kWeightBits = 22;
+
+// PIL's bilinear filter: a triangle of support 1.
+double Triangle(double x) {
+  x = std::abs(x);
+  return x < 1 ? 1 - x : 0;
+}
+
+// A weighted sum back to 8 bits (the sum includes the rounding half).
+uint8_t Clip8(int32_t sum) {
+  return static_cast<uint8_t>(std::clamp(sum >> kWeightBits, 0, 255));
+}
+
+// The vertical pass works on rows in blocks of this many bytes: loops of a
+// fixed length over __restrict pointers are what GCC vectorizes at -O2.
+constexpr size_t kBlockBytes = 16;
+
+void AccumulateBlock(int32_t* __restrict sums, const uint8_t* __restrict row,
+                     int32_t weight) {
+  for (size_t j = 0; j < kBlockBytes; ++j) sums[j] += row[j] * weight;
+}
+
+void ClipBlock(const int32_t* __restrict sums, uint8_t* __restrict out) {
+  for (size_t j = 0; j < kBlockBytes; ++j) out[j] = Clip8(sums[j]);
+}
+
+// sums[j] += row[j] * weight for j < size.
+void AccumulateRow(int32_t* sums, const uint8_t* row, int32_t weight,
+                   size_t size) {
+  size_t j = 0;
+  for (; j + kBlockBytes <= size; j += kBlockBytes) {
+    AccumulateBlock(sums + j, row + j, weight);
+  }
+  for (; j < size; ++j) sums[j] += row[j] * weight;
+}
+
+// out[j] = Clip8(sums[j]) for j < size.
+void ClipRow(const int32_t* sums, uint8_t* out, size_t size) {
+  size_t j = 0;
+  for (; j + kBlockBytes <= size; j += kBlockBytes) {
+    ClipBlock(sums + j, out + j);
+  }
+  for (; j < size; ++j) out[j] = Clip8(sums[j]);
+}
+
+// Pixels [begin, end) of one axis.
+struct Span {
+  int begin = 0;
+  int end = 0;
+};
+
+// The filter of one axis of a resampling: output pixel i is the weighted sum
+// of the `window` input pixels from begin[i], with weights[i * taps + t]
+// (some of them zero: every output pixel reads the same number of pixels,
+// so that the loops have a fixed length).
+struct Axis {
+  std::vector<int> begin;
+  std::vector<int32_t> weights;  // fixed point, kWeightBits
+  std::vector<double> real;      // one pixel's weights before rounding
+  int taps = 0;    // room for weights per output pixel
+  int window = 0;  // pixels read per output pixel, <= taps
+  bool identity = false;  // output pixel i is input pixel begin[0] + i
+
+  // The input pixels read.
+  Span Reads() const {
+    Span span{begin.front(), begin.front() + window};
+    for (const int first : begin) {
+      span.begin = std::min(span.begin, first);
+      span.end = std::max(span.end, first + window);
+    }
+    return span;
+  }
+};
+
+// Computes the filter that resamples [low, high) of an axis whose pixels are
+// `bounds` to `out_size` pixels: PIL's precompute_coeffs and
+// normalize_coeffs_8bpc (Resample.c, BILINEAR), the input being `bounds`.
+// The triangle is widened by the shrink factor, truncated at the bounds and
+// normalized to sum 1.
+void BuildAxis(double low, double high, Span bounds, int out_size,
+               Axis* axis) {
+  const double scale = (high - low) / out_size;
+  const double filter_scale = std::max(scale, 1.0);
+  const double support = filter_scale;  // the triangle's support is 1
+  const double inverse_filter_scale = 1.0 / filter_scale;
+  const int taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  const int in_size = bounds.end - bounds.begin;
+  const double in0 = low - bounds.begin;
+  axis->taps = taps;
+  axis->window = 1;
+  axis->identity = scale == 1 && low == std::floor(low);
+  axis->begin.resize(out_size);
+  axis->weights.assign(static_cast<size_t>(out_size) * taps, 0);
+  axis->real.resize(taps);
+  for (int i = 0; i < out_size; ++i) {
+    const double center = in0 + (i + 0.5) * scale;
+    // Truncated toward zero, then clamped, as in PIL.
+    const int first =
+        std::max(static_cast<int>(center - support + 0.5), 0);
+    const int end =
+        std::min(static_cast<int>(center + support + 0.5), in_size);
+    const int count = std::clamp(end - first, 0, taps);
+    double total = 0;
+    for (int t = 0; t < count; ++t) {
+      axis->real[t] =
+          Triangle((t + first - center + 0.5) * inverse_filter_scale);
+      total += axis->real[t];
+    }
+    int32_t* weights = &axis->weights[static_cast<size_t>(i) * taps];
+    for (int t = 0; t < count; ++t) {
+      const double weight = total != 0 ? axis->real[t] / total : 0;
+      weights[t] = static_cast<int32_t>(weight * (1 << kWeightBits) + 0.5);
+    }
+    axis->begin[i] = bounds.begin + first;
+    axis->window = std::max(axis->window, count);
+  }
+  // Windows that would pass the end of the bounds start earlier instead,
+  // their weights moved right (count <= window <= in_size).
+  for (int i = 0; i < out_size; ++i) {
+    const int excess = axis->begin[i] + axis->window - bounds.end;
+    if (excess <= 0) continue;
+    int32_t* weights = &axis->weights[static_cast<size_t>(i) * taps];
+    std::copy_backward(weights, weights + axis->window - excess,
+                       weights + axis->window);
+    std::fill(weights, weights + excess, 0);
+    axis->begin[i] -= excess;
+  }
+}
+
+// ------------------------------------------------------------- scratch ----
+
+// libjpeg's error manager extended with where to jump and the message.
+// libjpeg reports an error (and, through JpegMessage, a warning) by calling
+// error_exit, which longjmps back to the setjmp in whichever of the Jpeg*
+// functions below called into libjpeg: those functions keep no object with
+// a destructor in their frame.
+struct JpegErrorManager {
+  jpeg_error_mgr pub;  // first: libjpeg sees a jpeg_error_mgr*
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+// A libjpeg decompressor, created on first use and reused for every JPEG the
+// thread decodes (jpeg_abort_decompress returns it to its idle state).
+struct JpegDecoder {
+  jpeg_decompress_struct cinfo;
+  JpegErrorManager error;
+  jpeg_progress_mgr progress;
+  bool created = false;
+  bool multiple_scans = false;  // progressive or non-interleaved
+};
+
 // Per-thread decoder state, reused across calls.
 struct Scratch {
   Scratch() = default;
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   ~Scratch() {
-    if (jpeg != nullptr) tjDestroy(jpeg);
+    if (jpeg.created) jpeg_destroy_decompress(&jpeg.cinfo);
   }
 
-  tjhandle jpeg = nullptr;           // created on first use
-  std::vector<uint8_t> decoded;      // the decoded image, HWC RGB (or CMYK)
-  std::vector<uint8_t> resized;      // the resized image before HWC -> CHW
-  std::vector<unsigned char> resize_memory;  // stb_image_resize's buffers
-  std::vector<png_bytep> png_rows;   // row pointers for libpng
+  JpegDecoder jpeg;
+  std::vector<uint8_t> decoded;     // decoded pixels, RGB (or CMYK) rows
+  std::vector<uint8_t> spare_row;   // a JPEG row read only to be checked
+  std::vector<unsigned char*> rows;  // row pointers for the codecs
+  Axis x_axis;                      // the resampling filters
+  Axis y_axis;
+  std::vector<uint8_t> horizontal;  // rows after the horizontal pass
+  std::vector<int32_t> sums;        // one output row of the vertical pass
+  std::vector<uint8_t> resized;     // the resized image before HWC -> CHW
 };
 
 Scratch& ThreadScratch() {
@@ -90,23 +256,105 @@ void ReleaseIfHuge(std::vector<T>& buffer) {
   }
 }
 
-// A decoded image: height rows of width RGB pixels, rows contiguous.
+// ------------------------------------------------------------ geometry ----
+
+// Decoded pixels: height rows of width RGB pixels, `stride` bytes apart; the
+// top-left one is pixel (x, y) of the (possibly DCT-scaled) image.
 struct Pixels {
   const uint8_t* data = nullptr;
   int width = 0;
   int height = 0;
+  size_t stride = 0;
+  int x = 0;
+  int y = 0;
 };
 
-// Where a decoder writes: `direct` (the caller's HWC output) when the decoded
-// image already has the output size, else the thread's scratch.
-struct Target {
-  int width = 0;
-  int height = 0;
-  uint8_t* direct = nullptr;  // null when the output is CHW
+// A rectangle in (fractional) pixel coordinates: [x0, x1) x [y0, y1).
+struct Region {
+  double x0 = 0;
+  double y0 = 0;
+  double x1 = 0;
+  double y1 = 0;
+  double width() const { return x1 - x0; }
+  double height() const { return y1 - y0; }
 };
 
-bool StartsWith(std::string_view bytes, std::string_view magic) {
-  return bytes.substr(0, magic.size()) == magic;
+// The region that the output samples, in the coordinates of a width x height
+// decode (possibly DCT-scaled) of a full_width x full_height image. `box` is
+// the kRandomResizedCrop box in full-resolution pixels.
+Region SourceRegion(const ImageOptions& options, const CropBox& box,
+                    int full_width, int full_height, int width, int height) {
+  switch (options.resize) {
+    case ResizeMode::kStretch:
+      break;
+    case ResizeMode::kCenterCrop: {
+      // The largest centered region of the output's aspect ratio: resizing
+      // the shorter side and cropping, in one pass.
+      const double scale =
+          std::max(static_cast<double>(options.width) / width,
+                   static_cast<double>(options.height) / height);
+      const double region_width = options.width / scale;
+      const double region_height = options.height / scale;
+      return {(width - region_width) / 2, (height - region_height) / 2,
+              (width + region_width) / 2, (height + region_height) / 2};
+    }
+    case ResizeMode::kRandomResizedCrop: {
+      const double x_scale = static_cast<double>(width) / full_width;
+      const double y_scale = static_cast<double>(height) / full_height;
+      return {box.x * x_scale, box.y * y_scale,
+              (box.x + box.width) * x_scale, (box.y + box.height) * y_scale};
+    }
+  }
+  return {0, 0, static_cast<double>(width), static_cast<double>(height)};
+}
+
+// Coordinates within this of an integer count as that integer.
+constexpr double kEpsilon = 1e-9;
+
+int FloorInt(double x) { return static_cast<int>(std::floor(x + kEpsilon)); }
+int CeilInt(double x) { return static_cast<int>(std::ceil(x - kEpsilon)); }
+
+// How the output is made from a width x height decode: copied from
+// (copy_x, copy_y), or resampled with the thread's x_axis and y_axis.
+struct Plan {
+  bool copy = false;
+  int copy_x = 0;
+  int copy_y = 0;
+  Span columns;  // the decoded pixels that are read
+  Span rows;
+};
+
+// Plans the output for `region` of a width x height decode. A region of
+// exactly the output's size is copied, its offset rounded down, since
+// resampling at scale 1 would still blur. Otherwise the filter sees the
+// whole image, or for kRandomResizedCrop only the crop, which is then an
+// image of its own (torchvision crops, then resizes): the crop's pixels are
+// those that the region covers, even partly.
+Plan PlanOutput(const Region& region, const ImageOptions& options, int width,
+                int height, Scratch& scratch) {
+  Plan plan;
+  if (std::abs(region.width() - options.width) < kEpsilon &&
+      std::abs(region.height() - options.height) < kEpsilon) {
+    plan.copy = true;
+    plan.copy_x = std::clamp(FloorInt(region.x0), 0, width - options.width);
+    plan.copy_y = std::clamp(FloorInt(region.y0), 0, height - options.height);
+    plan.columns = {plan.copy_x, plan.copy_x + options.width};
+    plan.rows = {plan.copy_y, plan.copy_y + options.height};
+    return plan;
+  }
+  Span x_bounds{0, width};
+  Span y_bounds{0, height};
+  if (options.resize == ResizeMode::kRandomResizedCrop) {
+    x_bounds = {std::max(0, FloorInt(region.x0)),
+                std::min(width, CeilInt(region.x1))};
+    y_bounds = {std::max(0, FloorInt(region.y0)),
+                std::min(height, CeilInt(region.y1))};
+  }
+  BuildAxis(region.x0, region.x1, x_bounds, options.width, &scratch.x_axis);
+  BuildAxis(region.y0, region.y1, y_bounds, options.height, &scratch.y_axis);
+  plan.columns = scratch.x_axis.Reads();
+  plan.rows = scratch.y_axis.Reads();
+  return plan;
 }
 
 absl::Status TooLarge(int64_t width, int64_t height) {
@@ -116,42 +364,146 @@ absl::Status TooLarge(int64_t width, int64_t height) {
                    " pixels)"));
 }
 
-// ---------------------------------------------------------------- JPEG ----
-
-// Fails with TurboJPEG's message and drops the handle: after some errors
-// (e.g. a header cut inside a Huffman table) libjpeg-turbo 2.1 leaves the
-// handle mid-header, and every later image on it fails the same way.
-absl::Status JpegError(Scratch& scratch) {
-  absl::Status status = absl::DataLossError(
-      absl::StrCat("JPEG decode failed: ", tjGetErrorStr2(scratch.jpeg)));
-  tjDestroy(scratch.jpeg);
-  scratch.jpeg = nullptr;
-  return status;
+bool StartsWith(std::string_view bytes, std::string_view magic) {
+  return bytes.substr(0, magic.size()) == magic;
 }
 
-// The smallest of TurboJPEG's DCT scaling factors (at most 1) that decodes a
-// width x height image to at least need_width x need_height. This is enough
-// for both resize modes: the center crop of a scaled image covers the output
-// exactly when both scaled sides do.
-tjscalingfactor ChooseScale(int width, int height, int need_width,
-                            int need_height) {
-  int num_factors = 0;
-  const tjscalingfactor* factors = tjGetScalingFactors(&num_factors);
-  tjscalingfactor best = {1, 1};
-  int64_t best_pixels = int64_t{width} * height;
-  for (int i = 0; i < num_factors; ++i) {
-    const tjscalingfactor factor = factors[i];
-    if (factor.num > factor.denom) continue;
-    const int scaled_width = TJSCALED(width, factor);
-    const int scaled_height = TJSCALED(height, factor);
-    const int64_t pixels = int64_t{scaled_width} * scaled_height;
-    if (scaled_width >= need_width && scaled_height >= need_height &&
-        pixels < best_pixels) {
-      best = factor;
-      best_pixels = pixels;
+// ---------------------------------------------------------------- JPEG ----
+
+[[noreturn]] void JpegFail(j_common_ptr cinfo) {
+  auto* error = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, error->message);
+  std::longjmp(error->jump, 1);
+}
+
+// Warnings count as errors: libjpeg-turbo only warns about a truncated or
+// corrupt entropy-coded segment and fills the rest with gray, which would
+// be a silently wrong sample. The one exception is extraneous bytes before
+// a marker, which leave the pixels intact and occur in real datasets
+// (ImageNet; PIL accepts them). Trace messages (level > 0) are ignored.
+void JpegMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0 || cinfo->err->msg_code == JWRN_EXTRANEOUS_DATA) return;
+  JpegFail(cinfo);
+}
+
+void JpegProgress(j_common_ptr cinfo) {
+  if (cinfo->is_decompressor &&
+      reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number >
+          kMaxJpegScans) {
+    auto* error = reinterpret_cast<JpegErrorManager*>(cinfo->err);
+    std::snprintf(error->message, sizeof(error->message),
+                  "Progressive JPEG image has more than %d scans",
+                  kMaxJpegScans);
+    std::longjmp(error->jump, 1);
+  }
+}
+
+// Creates the decoder if needed and reads the header of `encoded`. Returns
+// false with decoder->error.message set on an error.
+bool JpegReadHeader(JpegDecoder* decoder, std::string_view encoded) {
+  j_decompress_ptr cinfo = &decoder->cinfo;
+  if (setjmp(decoder->error.jump)) return false;
+  if (!decoder->created) {
+    cinfo->err = jpeg_std_error(&decoder->error.pub);
+    decoder->error.pub.error_exit = JpegFail;
+    decoder->error.pub.emit_message = JpegMessage;
+    jpeg_create_decompress(cinfo);
+    decoder->progress.progress_monitor = JpegProgress;
+    cinfo->progress = &decoder->progress;
+    decoder->created = true;
+  }
+  jpeg_mem_src(cinfo, reinterpret_cast<const unsigned char*>(encoded.data()),
+               encoded.size());
+  jpeg_read_header(cinfo, TRUE);
+  decoder->multiple_scans = jpeg_has_multiple_scans(cinfo);
+  return true;
+}
+
+// Which part of the scaled image JpegReadRows decodes, and where to.
+struct JpegRows {
+  JDIMENSION width = 0;   // expected scaled image size
+  JDIMENSION height = 0;
+  JDIMENSION x0 = 0;      // columns [x0, x1) and rows [y0, y1) wanted
+  JDIMENSION x1 = 0;
+  JDIMENSION y0 = 0;
+  JDIMENSION y1 = 0;
+  unsigned char** rows = nullptr;    // y1 - y0 row pointers
+  unsigned char* spare_row = nullptr;  // one row of the full scaled width
+  // Set by JpegReadRows: the decoded columns are [x_offset, x_offset +
+  // decoded_width), each row starting at its row pointer. libjpeg widens
+  // the range to iMCU boundaries on the left.
+  JDIMENSION x_offset = 0;
+  JDIMENSION decoded_width = 0;
+};
+
+// Decodes the rows and columns `read` asks for (cinfo's scale and color
+// space already set) and then checks the rest of the file, so that the
+// outcome does not depend on the crop: a truncated or corrupt JPEG fails
+// even when the damage lies below the crop. Rows after the crop still need
+// their entropy decoding (the bit stream is sequential) but skip the IDCT,
+// except for the last one, read so that libjpeg reaches the end of the scan
+// (skipping to the bottom would stop it there). Returns false with
+// decoder->error.message set on an error.
+bool JpegReadRows(JpegDecoder* decoder, JpegRows* read) {
+  j_decompress_ptr cinfo = &decoder->cinfo;
+  if (setjmp(decoder->error.jump)) return false;
+  jpeg_start_decompress(cinfo);
+  if (cinfo->output_width != read->width ||
+      cinfo->output_height != read->height) {
+    std::snprintf(decoder->error.message, sizeof(decoder->error.message),
+                  "unexpected scaled size %ux%u (expected %ux%u)",
+                  cinfo->output_width, cinfo->output_height, read->width,
+                  read->height);
+    return false;
+  }
+  read->x_offset = read->x0;
+  read->decoded_width = read->x1 - read->x0;
+  jpeg_crop_scanline(cinfo, &read->x_offset, &read->decoded_width);
+  if (read->y0 > 0) jpeg_skip_scanlines(cinfo, read->y0);
+  while (cinfo->output_scanline < read->y1) {
+    const JDIMENSION row = cinfo->output_scanline - read->y0;
+    const JDIMENSION wanted = read->y1 - read->y0 - row;
+    if (jpeg_read_scanlines(cinfo, read->rows + row, wanted) == 0) {
+      std::snprintf(decoder->error.message, sizeof(decoder->error.message),
+                    "no scanlines returned");
+      return false;
     }
   }
-  return best;
+  if (read->y1 < read->height) {
+    if (read->y1 + 1 < read->height) {
+      jpeg_skip_scanlines(cinfo, read->height - 1 - read->y1);
+    }
+    jpeg_read_scanlines(cinfo, &read->spare_row, 1);
+  }
+  jpeg_finish_decompress(cinfo);
+  return true;
+}
+
+// Whether libjpeg-turbo 2.1's partial decoding (jpeg_crop_scanline,
+// jpeg_skip_scanlines) gives exactly the pixels of a whole decode at every
+// DCT scale for this image's sampling layout. It does for grayscale and for
+// 4:4:4, 4:2:2, 4:4:0, 4:2:0 and 4:1:1, baseline or progressive (checked
+// against whole decodes for every scale and many crops); for 4:1:0 (luma
+// 4x2) and luma 2x4 it returns wrong pixels, or loses its place in the
+// entropy-coded data, at scales 2/8 to 7/8. Other layouts are decoded whole
+// (still DCT-scaled).
+bool PartialDecodingIsExact(const jpeg_decompress_struct& cinfo) {
+  const jpeg_component_info* components = cinfo.comp_info;
+  for (int i = 1; i < cinfo.num_components; ++i) {
+    if (components[i].h_samp_factor != 1 ||
+        components[i].v_samp_factor != 1) {
+      return false;
+    }
+  }
+  const int h = components[0].h_samp_factor;
+  const int v = components[0].v_samp_factor;
+  return cinfo.num_components == 1 ||
+         ((h == 1 || h == 2) && (v == 1 || v == 2)) || (h == 4 && v == 1);
+}
+
+absl::Status JpegError(const JpegDecoder& decoder) {
+  return absl::DataLossError(
+      absl::StrCat("JPEG decode failed: ", decoder.error.message));
 }
 
 // Converts `num_pixels` CMYK pixels to RGB in place. libjpeg stores CMYK as
@@ -168,71 +520,120 @@ void CmykToRgbInPlace(uint8_t* pixels, size_t num_pixels) {
   }
 }
 
-absl::Status DecodeJpeg(std::string_view encoded, const Target& target,
-                        Scratch& scratch, Pixels* out) {
-  if (scratch.jpeg == nullptr) {
-    scratch.jpeg = tjInitDecompress();
-    if (scratch.jpeg == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cannot create a JPEG decoder: ", tjGetErrorStr2(nullptr)));
-    }
+// Decodes the part of a JPEG (header already read into `decoder`) that the
+// output needs, at the smallest DCT scale at which the region still covers
+// the output, and plans the output from it. Writes straight to `direct`
+// (the caller's HWC output, or null) when the decoded image is the output.
+absl::Status DecodeJpegRegion(const ImageOptions& options, uint64_t seed,
+                              uint8_t* direct, Scratch& scratch, Pixels* out,
+                              Plan* plan) {
+  JpegDecoder& decoder = scratch.jpeg;
+  jpeg_decompress_struct& cinfo = decoder.cinfo;
+  const int full_width = static_cast<int>(cinfo.image_width);
+  const int full_height = static_cast<int>(cinfo.image_height);
+  // Multi-scan JPEGs keep the coefficients of the whole full-size image in
+  // memory, whatever the scale.
+  if (decoder.multiple_scans &&
+      int64_t{full_width} * full_height > kMaxPixels) {
+    return TooLarge(full_width, full_height);
   }
-  const auto* jpeg = reinterpret_cast<const unsigned char*>(encoded.data());
+  const CropBox box =
+      options.resize == ResizeMode::kRandomResizedCrop
+          ? SampleRandomResizedCrop(full_width, full_height, options, seed)
+          : CropBox{0, 0, full_width, full_height};
+
+  // The smallest scale k / 8 whose region covers the output, k a power of
+  // two: libjpeg-turbo has SIMD inverse DCTs for 8/8 and the reduced 4/8,
+  // 2/8 and 1/8 only, and its 5/8 to 7/8 are slower than a full decode
+  // (ImageNet photos, AMD EPYC with AVX2: 7/8 decodes 510 images/s, 8/8 840,
+  // 4/8 975); 3/8 is no faster than 4/8. libjpeg's scaled size is
+  // ceil(size * k / 8).
   int width = 0;
   int height = 0;
-  int subsampling = TJSAMP_444;
-  int colorspace = TJCS_RGB;
-  if (tjDecompressHeader3(scratch.jpeg, jpeg, encoded.size(), &width, &height,
-                          &subsampling, &colorspace) != 0) {
-    // TurboJPEG 2.1 rejects sampling factors it has no name for (4:1:0,
-    // 2x4, ...) after reading the whole header; decoding them works
-    // (libjpeg-turbo issue #323). Anything else is a real error.
-    if (subsampling != -1 || width <= 0 || height <= 0) {
-      return JpegError(scratch);
+  int eighths = 8;
+  Region region;
+  for (const int k : {1, 2, 4, 8}) {
+    width = static_cast<int>((int64_t{full_width} * k + 7) / 8);
+    height = static_cast<int>((int64_t{full_height} * k + 7) / 8);
+    region = SourceRegion(options, box, full_width, full_height, width, height);
+    if (region.width() >= options.width - kEpsilon &&
+        region.height() >= options.height - kEpsilon) {
+      eighths = k;
+      break;
     }
   }
-  const tjscalingfactor scale =
-      ChooseScale(width, height, target.width, target.height);
-  out->width = TJSCALED(width, scale);
-  out->height = TJSCALED(height, scale);
-  const int64_t num_pixels = int64_t{out->width} * out->height;
-  if (num_pixels > kMaxPixels) return TooLarge(out->width, out->height);
+  if (int64_t{width} * height > kMaxPixels) return TooLarge(width, height);
+  cinfo.scale_num = static_cast<unsigned int>(eighths);
+  cinfo.scale_denom = 8;
+  const bool cmyk =
+      cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  // libjpeg-turbo converts grayscale to RGB too.
+  cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+  const int channels = cmyk ? 4 : kChannels;
 
-  const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
-  uint8_t* pixels;
-  if (!cmyk && target.direct != nullptr && out->width == target.width &&
-      out->height == target.height) {
-    pixels = target.direct;
-  } else {
-    pixels = Reserve(scratch.decoded, num_pixels * (cmyk ? 4 : kChannels));
+  *plan = PlanOutput(region, options, width, height, scratch);
+  // With a horizontal crop, libjpeg upsamples the chroma of the outermost
+  // decoded columns without their outer neighbors; a few more columns keep
+  // that off the pixels that are read. Rows need no margin.
+  constexpr int kColumnMargin = 4;
+  Span columns = {std::max(0, plan->columns.begin - kColumnMargin),
+                  std::min(width, plan->columns.end + kColumnMargin)};
+  Span rows = plan->rows;
+  if (!PartialDecodingIsExact(cinfo)) {
+    columns = {0, width};
+    rows = {0, height};
   }
-  // Warnings count as errors: libjpeg-turbo only warns about a truncated or
-  // corrupt entropy-coded segment and fills the rest with gray, which would
-  // be a silently wrong sample. The one exception is extraneous bytes before
-  // a marker (JWRN_EXTRANEOUS_DATA), which leave the pixels intact and occur
-  // in real datasets (ImageNet; PIL accepts them): such an image is decoded
-  // again with warnings tolerated. TurboJPEG exposes only the last warning's
-  // message, hence the test on its text. LIMITSCANS bounds the work a
-  // hostile progressive JPEG can cause.
-  const int format = cmyk ? TJPF_CMYK : TJPF_RGB;
-  if (tjDecompress2(scratch.jpeg, jpeg, encoded.size(), pixels, out->width,
-                    /*pitch=*/0, out->height, format,
-                    TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS) != 0) {
-    const bool only_extraneous_bytes =
-        tjGetErrorCode(scratch.jpeg) == TJERR_WARNING &&
-        std::string_view(tjGetErrorStr2(scratch.jpeg)).find("extraneous bytes") !=
-            std::string_view::npos;
-    if (!only_extraneous_bytes ||
-        (tjDecompress2(scratch.jpeg, jpeg, encoded.size(), pixels, out->width,
-                       /*pitch=*/0, out->height, format, TJFLAG_LIMITSCANS) != 0 &&
-         std::string_view(tjGetErrorStr2(scratch.jpeg)).find("extraneous bytes") ==
-             std::string_view::npos)) {
-      return JpegError(scratch);
+  const int num_rows = rows.end - rows.begin;
+  const bool to_direct = direct != nullptr && !cmyk && plan->copy &&
+                         width == options.width && height == options.height;
+  const size_t row_bytes = static_cast<size_t>(width) * channels;
+  uint8_t* pixels =
+      to_direct ? direct : Reserve(scratch.decoded, row_bytes * num_rows);
+  if (scratch.rows.size() < static_cast<size_t>(num_rows)) {
+    scratch.rows.resize(num_rows);
+  }
+  for (int row = 0; row < num_rows; ++row) {
+    scratch.rows[row] = pixels + row * row_bytes;
+  }
+  JpegRows read;
+  read.width = static_cast<JDIMENSION>(width);
+  read.height = static_cast<JDIMENSION>(height);
+  read.x0 = static_cast<JDIMENSION>(columns.begin);
+  read.x1 = static_cast<JDIMENSION>(columns.end);
+  read.y0 = static_cast<JDIMENSION>(rows.begin);
+  read.y1 = static_cast<JDIMENSION>(rows.end);
+  read.rows = scratch.rows.data();
+  read.spare_row = Reserve(scratch.spare_row, row_bytes);
+  if (!JpegReadRows(&decoder, &read)) return JpegError(decoder);
+
+  const int decoded_width = static_cast<int>(read.decoded_width);
+  if (cmyk) {
+    for (int row = 0; row < num_rows; ++row) {
+      CmykToRgbInPlace(pixels + row * row_bytes, decoded_width);
     }
   }
-  if (cmyk) CmykToRgbInPlace(pixels, num_pixels);
   out->data = pixels;
+  out->width = decoded_width;
+  out->height = num_rows;
+  out->stride = row_bytes;
+  out->x = static_cast<int>(read.x_offset);
+  out->y = rows.begin;
   return absl::OkStatus();
+}
+
+absl::Status DecodeJpeg(std::string_view encoded, const ImageOptions& options,
+                        uint64_t seed, uint8_t* direct, Scratch& scratch,
+                        Pixels* out, Plan* plan) {
+  absl::Status status;
+  if (!JpegReadHeader(&scratch.jpeg, encoded)) {
+    status = JpegError(scratch.jpeg);
+  } else {
+    status = DecodeJpegRegion(options, seed, direct, scratch, out, plan);
+  }
+  // Back to idle, after an error too (it frees the image's memory and never
+  // fails).
+  if (scratch.jpeg.created) jpeg_abort_decompress(&scratch.jpeg.cinfo);
+  return status;
 }
 
 // ----------------------------------------------------------------- PNG ----
@@ -262,12 +663,14 @@ void PngRead(png_structp png, png_bytep out, size_t size) {
 // affect the pixels.
 void PngWarn(png_structp, png_const_charp) {}
 
-// Decodes the PNG into 8-bit RGB. Returns false with input->error set on a
-// libpng error. libpng reports errors by longjmp to the setjmp below, so no
-// object with a destructor may live in this frame, and nothing assigned
-// after setjmp is read after the jump.
-bool ReadPng(PngInput* input, const Target& target, Scratch& scratch,
-             Pixels* out) {
+// Decodes the whole PNG into 8-bit RGB, into `direct` (the caller's HWC
+// output, or null) when the image has the output's size, else into the
+// thread's scratch. Returns false with input->error set on a libpng error.
+// libpng reports errors by longjmp to the setjmp below, so no object with a
+// destructor may live in this frame, and nothing assigned after setjmp is
+// read after the jump.
+bool ReadPng(PngInput* input, const ImageOptions& options, uint8_t* direct,
+             Scratch& scratch, Pixels* out) {
   png_structp png =
       png_create_read_struct(PNG_LIBPNG_VER_STRING, input, PngFail, PngWarn);
   if (png == nullptr) {
@@ -305,75 +708,56 @@ bool ReadPng(PngInput* input, const Target& target, Scratch& scratch,
   png_set_gray_to_rgb(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
-  if (png_get_rowbytes(png, info) != size_t{width} * kChannels) {
+  const size_t row_bytes = size_t{width} * kChannels;
+  if (png_get_rowbytes(png, info) != row_bytes) {
     png_error(png, "unexpected row size after conversion to RGB");
   }
-  out->width = static_cast<int>(width);
-  out->height = static_cast<int>(height);
   uint8_t* pixels;
-  if (target.direct != nullptr && out->width == target.width &&
-      out->height == target.height) {
-    pixels = target.direct;
+  if (direct != nullptr && width == static_cast<png_uint_32>(options.width) &&
+      height == static_cast<png_uint_32>(options.height)) {
+    pixels = direct;
   } else {
-    pixels = Reserve(scratch.decoded, size_t{width} * height * kChannels);
+    pixels = Reserve(scratch.decoded, row_bytes * height);
   }
-  if (scratch.png_rows.size() < height) scratch.png_rows.resize(height);
+  if (scratch.rows.size() < height) scratch.rows.resize(height);
   for (png_uint_32 row = 0; row < height; ++row) {
-    scratch.png_rows[row] = pixels + size_t{row} * width * kChannels;
+    scratch.rows[row] = pixels + row * row_bytes;
   }
-  png_read_image(png, scratch.png_rows.data());
+  png_read_image(png, scratch.rows.data());
   // Reads up to IEND, so a file cut after the image data is an error too.
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
   out->data = pixels;
+  out->width = static_cast<int>(width);
+  out->height = static_cast<int>(height);
+  out->stride = row_bytes;
   return true;
 }
 
-absl::Status DecodePng(std::string_view encoded, const Target& target,
-                       Scratch& scratch, Pixels* out) {
+// Decodes the whole PNG and plans the output from it.
+absl::Status DecodePng(std::string_view encoded, const ImageOptions& options,
+                       uint64_t seed, uint8_t* direct, Scratch& scratch,
+                       Pixels* out, Plan* plan) {
   PngInput input;
   input.bytes = encoded;
-  if (!ReadPng(&input, target, scratch, out)) {
+  // A random crop is a part of the image, never the image in place.
+  if (options.resize == ResizeMode::kRandomResizedCrop) direct = nullptr;
+  if (!ReadPng(&input, options, direct, scratch, out)) {
     return absl::DataLossError(
         absl::StrCat("PNG decode failed: ", input.error));
   }
+  const int width = out->width;
+  const int height = out->height;
+  const CropBox box =
+      options.resize == ResizeMode::kRandomResizedCrop
+          ? SampleRandomResizedCrop(width, height, options, seed)
+          : CropBox{0, 0, width, height};
+  *plan = PlanOutput(SourceRegion(options, box, width, height, width, height),
+                     options, width, height, scratch);
   return absl::OkStatus();
 }
 
-// -------------------------------------------------------------- resize ----
-
-// Resamples `src` to width x height HWC into `dst`. kCenterCrop resamples
-// the largest centered region of the output's aspect ratio, which equals
-// resizing the shorter side and cropping, in a single pass.
-absl::Status Resize(const Pixels& src, const ImageOptions& options,
-                    Scratch& scratch, uint8_t* dst) {
-  float s0 = 0.0f;
-  float t0 = 0.0f;
-  float s1 = 1.0f;
-  float t1 = 1.0f;
-  if (options.resize == ResizeMode::kCenterCrop) {
-    const double scale =
-        std::max(static_cast<double>(options.width) / src.width,
-                 static_cast<double>(options.height) / src.height);
-    // The region's size as a fraction of the source's, each at most 1.
-    const double region_width = options.width / scale / src.width;
-    const double region_height = options.height / scale / src.height;
-    s0 = static_cast<float>((1.0 - region_width) / 2);
-    s1 = static_cast<float>((1.0 + region_width) / 2);
-    t0 = static_cast<float>((1.0 - region_height) / 2);
-    t1 = static_cast<float>((1.0 + region_height) / 2);
-  }
-  if (!stbir_resize_region(
-          src.data, src.width, src.height, /*input_stride_in_bytes=*/0, dst,
-          options.width, options.height, /*output_stride_in_bytes=*/0,
-          STBIR_TYPE_UINT8, kChannels, STBIR_ALPHA_CHANNEL_NONE, /*flags=*/0,
-          STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, STBIR_FILTER_TRIANGLE,
-          STBIR_FILTER_TRIANGLE, STBIR_COLORSPACE_LINEAR,
-          &scratch.resize_memory, s0, t0, s1, t1)) {
-    return absl::ResourceExhaustedError("image resize failed");
-  }
-  return absl::OkStatus();
-}
+// -------------------------------------------------------------- output ----
 
 // Writes the height x width RGB pixels at `pixels` (rows `row_bytes` apart)
 // to `dst` in `layout`.
@@ -401,39 +785,185 @@ void CopyOut(const uint8_t* pixels, size_t row_bytes, int width, int height,
   }
 }
 
-// Writes `src` to `dst` at the output size and layout. When the output is
-// `src` itself or a center crop of it without scaling, pixels are copied
-// (the crop offset rounded down), not resampled: resampling at scale 1 would
-// still blur.
-absl::Status Store(const Pixels& src, const ImageOptions& options,
-                   Scratch& scratch, uint8_t* dst) {
-  if (src.data == dst) return absl::OkStatus();  // decoded in place
-  const size_t src_row_bytes = static_cast<size_t>(src.width) * kChannels;
-  const bool crop_only =
-      options.resize == ResizeMode::kCenterCrop
-          ? (src.width == options.width && src.height >= options.height) ||
-                (src.height == options.height && src.width >= options.width)
-          : src.width == options.width && src.height == options.height;
-  if (crop_only) {
-    const int x0 = (src.width - options.width) / 2;
-    const int y0 = (src.height - options.height) / 2;
-    CopyOut(src.data + y0 * src_row_bytes + x0 * kChannels, src_row_bytes,
-            options.width, options.height, options.layout, dst);
-    return absl::OkStatus();
+// One row of the horizontal pass: out_width RGB pixels from `in`, whose
+// first pixel is pixel `origin` of the axis. kWindow > 0 fixes the number of
+// pixels read per output pixel (the loop is then unrolled); 0 reads
+// x.window.
+template <int kWindow>
+void ResampleRow(const uint8_t* in, int origin, const Axis& x, int out_width,
+                 uint8_t* out) {
+  constexpr int32_t kHalf = int32_t{1} << (kWeightBits - 1);
+  const int window = kWindow > 0 ? kWindow : x.window;
+  for (int i = 0; i < out_width; ++i, out += kChannels) {
+    const uint8_t* p = in + (x.begin[i] - origin) * kChannels;
+    const int32_t* weights = &x.weights[static_cast<size_t>(i) * x.taps];
+    int32_t red = kHalf;
+    int32_t green = kHalf;
+    int32_t blue = kHalf;
+    for (int t = 0; t < window; ++t, p += kChannels) {
+      red += p[0] * weights[t];
+      green += p[1] * weights[t];
+      blue += p[2] * weights[t];
+    }
+    out[0] = Clip8(red);
+    out[1] = Clip8(green);
+    out[2] = Clip8(blue);
   }
-  if (options.layout == Layout::kHWC) return Resize(src, options, scratch, dst);
+}
+
+// Resamples `src` with the filters `x` and `y` (pixel indices in the
+// image's coordinates, all inside `src`) to out_width x out_height HWC at
+// `dst`. As in PIL: the horizontal pass first, on the rows that the vertical
+// pass reads, rounded to 8 bits in between; a pass whose filter is the
+// identity is skipped.
+void Resample(const Pixels& src, const Axis& x, const Axis& y, int out_width,
+              int out_height, Scratch& scratch, uint8_t* dst) {
+  constexpr int32_t kHalf = int32_t{1} << (kWeightBits - 1);
+  const size_t out_row_bytes = static_cast<size_t>(out_width) * kChannels;
+  const Span rows = y.Reads();
+  const uint8_t* horizontal;  // row rows.begin after the horizontal pass
+  size_t horizontal_stride;
+  if (x.identity) {
+    horizontal = src.data + (rows.begin - src.y) * src.stride +
+                 (x.begin[0] - src.x) * kChannels;
+    horizontal_stride = src.stride;
+  } else {
+    auto* resample_row = &ResampleRow<0>;
+    switch (x.window) {
+      case 2: resample_row = &ResampleRow<2>; break;
+      case 3: resample_row = &ResampleRow<3>; break;
+      case 4: resample_row = &ResampleRow<4>; break;
+      case 5: resample_row = &ResampleRow<5>; break;
+      case 6: resample_row = &ResampleRow<6>; break;
+    }
+    uint8_t* out = Reserve(scratch.horizontal,
+                           out_row_bytes * (rows.end - rows.begin));
+    for (int row = rows.begin; row < rows.end; ++row) {
+      resample_row(src.data + (row - src.y) * src.stride, src.x, x, out_width,
+                   out + (row - rows.begin) * out_row_bytes);
+    }
+    horizontal = out;
+    horizontal_stride = out_row_bytes;
+  }
+  if (y.identity) {
+    for (int i = 0; i < out_height; ++i) {
+      std::memcpy(dst + i * out_row_bytes,
+                  horizontal + (y.begin[0] + i - rows.begin) *
+                                   horizontal_stride,
+                  out_row_bytes);
+    }
+    return;
+  }
+  if (scratch.sums.size() < out_row_bytes) scratch.sums.resize(out_row_bytes);
+  int32_t* sums = scratch.sums.data();
+  for (int i = 0; i < out_height; ++i) {
+    std::fill(sums, sums + out_row_bytes, kHalf);
+    const int32_t* weights = &y.weights[static_cast<size_t>(i) * y.taps];
+    const uint8_t* in =
+        horizontal + (y.begin[i] - rows.begin) * horizontal_stride;
+    for (int t = 0; t < y.window; ++t, in += horizontal_stride) {
+      AccumulateRow(sums, in, weights[t], out_row_bytes);
+    }
+    ClipRow(sums, dst + i * out_row_bytes, out_row_bytes);
+  }
+}
+
+// Writes the planned output to `dst` at the output size and layout.
+void Store(const Pixels& src, const Plan& plan, const ImageOptions& options,
+           Scratch& scratch, uint8_t* dst) {
+  if (src.data == dst) return;  // decoded in place
+  if (plan.copy) {
+    CopyOut(src.data + (plan.copy_y - src.y) * src.stride +
+                (plan.copy_x - src.x) * kChannels,
+            src.stride, options.width, options.height, options.layout, dst);
+    return;
+  }
+  if (options.layout == Layout::kHWC) {
+    Resample(src, scratch.x_axis, scratch.y_axis, options.width,
+             options.height, scratch, dst);
+    return;
+  }
   const size_t row_bytes = static_cast<size_t>(options.width) * kChannels;
   uint8_t* resized = Reserve(scratch.resized, row_bytes * options.height);
-  SL_RETURN_IF_ERROR(Resize(src, options, scratch, resized));
+  Resample(src, scratch.x_axis, scratch.y_axis, options.width, options.height,
+           scratch, resized);
   CopyOut(resized, row_bytes, options.width, options.height, Layout::kCHW,
           dst);
-  return absl::OkStatus();
 }
+
+// Mirrors the width x height output in `layout` left-right, in place.
+void MirrorInPlace(uint8_t* pixels, int width, int height, Layout layout) {
+  if (layout == Layout::kCHW) {
+    for (int row = 0; row < kChannels * height; ++row) {
+      uint8_t* begin = pixels + static_cast<size_t>(row) * width;
+      std::reverse(begin, begin + width);
+    }
+    return;
+  }
+  for (int row = 0; row < height; ++row) {
+    uint8_t* left = pixels + static_cast<size_t>(row) * width * kChannels;
+    uint8_t* right = left + static_cast<size_t>(width - 1) * kChannels;
+    for (; left < right; left += kChannels, right -= kChannels) {
+      std::swap_ranges(left, left + kChannels, right);
+    }
+  }
+}
+
 
 }  // namespace
 
-absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options,
-                         uint8_t* dst) {
+CropBox SampleRandomResizedCrop(int width, int height,
+                                const ImageOptions& options, uint64_t seed) {
+  if (width <= 0 || height <= 0) {
+    return {0, 0, std::max(width, 0), std::max(height, 0)};
+  }
+  Rng rng(seed);
+  const double area = static_cast<double>(width) * height;
+  const double log_min_ratio = std::log(options.min_ratio);
+  const double log_max_ratio = std::log(options.max_ratio);
+  for (int attempt = 0; attempt < kCropAttempts; ++attempt) {
+    const double target_area =
+        area * (options.min_scale +
+                (options.max_scale - options.min_scale) * UniformUnit(rng));
+    const double aspect_ratio = std::exp(
+        log_min_ratio + (log_max_ratio - log_min_ratio) * UniformUnit(rng));
+    // Compared as doubles first, so that no out-of-range value is converted.
+    const double w = RoundHalfToEven(std::sqrt(target_area * aspect_ratio));
+    const double h = RoundHalfToEven(std::sqrt(target_area / aspect_ratio));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      CropBox box;
+      box.width = static_cast<int>(w);
+      box.height = static_cast<int>(h);
+      // torchvision draws the top row, then the left column.
+      box.y = static_cast<int>(rng.Below(height - box.height + 1));
+      box.x = static_cast<int>(rng.Below(width - box.width + 1));
+      return box;
+    }
+  }
+  // Fallback to a central crop of the whole width or height, the ratio
+  // clamped to the range.
+  CropBox box{0, 0, width, height};
+  const double in_ratio = static_cast<double>(width) / height;
+  if (in_ratio < options.min_ratio) {
+    box.height = static_cast<int>(std::clamp(
+        RoundHalfToEven(width / options.min_ratio), 1.0,
+        static_cast<double>(height)));
+  } else if (in_ratio > options.max_ratio) {
+    box.width = static_cast<int>(std::clamp(
+        RoundHalfToEven(height * options.max_ratio), 1.0,
+        static_cast<double>(width)));
+  }
+  box.y = (height - box.height) / 2;
+  box.x = (width - box.width) / 2;
+  return box;
+}
+
+bool SampleHorizontalFlip(uint64_t seed) {
+  Rng rng(internal_random::DeriveSeed(seed, {kFlipStream}));
+  return (rng.Next() >> 63) != 0;
+}
+
+absl::Status ValidateImageOptions(const ImageOptions& options) {
   if (options.height <= 0 || options.width <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("image size must be positive, got height ",
@@ -444,25 +974,51 @@ absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options,
         absl::StrCat("image size ", options.height, "x", options.width,
                      " is too large (at most ", kMaxPixels, " pixels)"));
   }
-  Scratch& scratch = ThreadScratch();
-  Target target;
-  target.width = options.width;
-  target.height = options.height;
-  if (options.layout == Layout::kHWC) target.direct = dst;
+  if (options.resize == ResizeMode::kRandomResizedCrop) {
+    // Written so that NaN fails every test.
+    if (!(options.min_scale > 0 && options.min_scale <= options.max_scale &&
+          std::isfinite(options.max_scale))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "random resized crop scale range must satisfy 0 < min <= max, got [",
+          options.min_scale, ", ", options.max_scale, "]"));
+    }
+    if (!(options.min_ratio > 0 && options.min_ratio <= options.max_ratio &&
+          std::isfinite(options.max_ratio))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "random resized crop ratio range must satisfy 0 < min <= max, got [",
+          options.min_ratio, ", ", options.max_ratio, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
 
+absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options,
+                         uint64_t seed, uint8_t* dst) {
+  SL_RETURN_IF_ERROR(ValidateImageOptions(options));
+  Scratch& scratch = ThreadScratch();
+  uint8_t* direct = options.layout == Layout::kHWC ? dst : nullptr;
   Pixels pixels;
+  Plan plan;
   absl::Status status;
   if (StartsWith(encoded, "\xFF\xD8\xFF")) {
-    status = DecodeJpeg(encoded, target, scratch, &pixels);
+    status =
+        DecodeJpeg(encoded, options, seed, direct, scratch, &pixels, &plan);
   } else if (StartsWith(encoded, "\x89PNG\r\n\x1A\n")) {
-    status = DecodePng(encoded, target, scratch, &pixels);
+    status =
+        DecodePng(encoded, options, seed, direct, scratch, &pixels, &plan);
   } else {
     return absl::DataLossError("not a JPEG or PNG image");
   }
-  if (status.ok()) status = Store(pixels, options, scratch, dst);
+  if (status.ok()) {
+    Store(pixels, plan, options, scratch, dst);
+    if (options.random_flip && SampleHorizontalFlip(seed)) {
+      MirrorInPlace(dst, options.width, options.height, options.layout);
+    }
+  }
   ReleaseIfHuge(scratch.decoded);
+  ReleaseIfHuge(scratch.spare_row);
+  ReleaseIfHuge(scratch.horizontal);
   ReleaseIfHuge(scratch.resized);
-  ReleaseIfHuge(scratch.resize_memory);
   return status;
 }
 

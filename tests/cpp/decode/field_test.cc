@@ -130,10 +130,15 @@ TEST(FieldSpecTest, ValidateRejectsBadShapes) {
   field = Field(FieldKind::kImage);
   field.image.height = 0;
   field.image.width = 10;
-  ExpectInvalid(field, "image size 0x10");
+  ExpectInvalid(field, "got height 0 and width 10");
   field.image.height = 10;
   field.image.width = -2;
   ExpectInvalid(field, "must be positive");
+  field.image.width = 10;
+  field.image.resize = ResizeMode::kRandomResizedCrop;
+  field.image.min_scale = 0.9;
+  field.image.max_scale = 0.5;
+  ExpectInvalid(field, "scale");
 }
 
 }  // namespace

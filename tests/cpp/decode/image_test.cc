@@ -1,5 +1,7 @@
 #include "shardloader/decode/image.h"
 
+#include <turbojpeg.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -9,8 +11,11 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -45,18 +50,47 @@ std::string ReadFile(const fs::path& path) {
                      std::istreambuf_iterator<char>());
 }
 
-absl::StatusOr<std::vector<uint8_t>> Decode(
-    std::string_view encoded, int height, int width,
-    ResizeMode resize = ResizeMode::kStretch, Layout layout = Layout::kHWC) {
+absl::StatusOr<std::vector<uint8_t>> Decode(std::string_view encoded,
+                                            const ImageOptions& options,
+                                            uint64_t seed) {
+  std::vector<uint8_t> output(size_t{3} * options.height * options.width);
+  const absl::Status status =
+      DecodeImage(encoded, options, seed, output.data());
+  if (!status.ok()) return status;
+  return output;
+}
+
+ImageOptions Options(int height, int width,
+                     ResizeMode resize = ResizeMode::kStretch,
+                     Layout layout = Layout::kHWC) {
   ImageOptions options;
   options.height = height;
   options.width = width;
   options.resize = resize;
   options.layout = layout;
-  std::vector<uint8_t> output(size_t{3} * height * width);
-  const absl::Status status = DecodeImage(encoded, options, output.data());
-  if (!status.ok()) return status;
-  return output;
+  return options;
+}
+
+absl::StatusOr<std::vector<uint8_t>> Decode(
+    std::string_view encoded, int height, int width,
+    ResizeMode resize = ResizeMode::kStretch, Layout layout = Layout::kHWC,
+    uint64_t seed = 0) {
+  return Decode(encoded, Options(height, width, resize, layout), seed);
+}
+
+// `hwc` (width pixels per row) mirrored left-right.
+std::vector<uint8_t> MirrorHwc(const std::vector<uint8_t>& hwc, int width) {
+  std::vector<uint8_t> mirrored(hwc.size());
+  const size_t height = hwc.size() / 3 / width;
+  for (size_t y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        mirrored[(y * width + x) * 3 + c] =
+            hwc[(y * width + (width - 1 - x)) * 3 + c];
+      }
+    }
+  }
+  return mirrored;
 }
 
 std::vector<uint8_t> HwcToChw(const std::vector<uint8_t>& hwc) {
@@ -244,7 +278,7 @@ TEST(DecodeImageTest, RejectsNonPositiveSizes) {
     options.height = height;
     options.width = width;
     uint8_t unused = 0;
-    EXPECT_EQ(DecodeImage(png, options, &unused).code(),
+    EXPECT_EQ(DecodeImage(png, options, /*seed=*/0, &unused).code(),
               absl::StatusCode::kInvalidArgument);
   }
 }
@@ -271,7 +305,8 @@ TEST(DecodeImageTest, RejectsTruncatedJpeg) {
   SKIP_WITHOUT_IMAGES();
   const std::string truncated = ReadFile(ImagesDir() / "truncated.jpg");
   for (const ResizeMode mode :
-       {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
+       {ResizeMode::kCenterCrop, ResizeMode::kStretch,
+        ResizeMode::kRandomResizedCrop}) {
     const auto decoded = Decode(truncated, 64, 64, mode);
     EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss);
     EXPECT_THAT(std::string(decoded.status().message()),
@@ -384,7 +419,7 @@ TEST(DecodeImageTest, RejectsHugeDimensionsBeforeAllocating) {
   options.height = 1 << 15;
   options.width = 1 << 15;
   uint8_t unused = 0;
-  EXPECT_EQ(DecodeImage(png, options, &unused).code(),
+  EXPECT_EQ(DecodeImage(png, options, /*seed=*/0, &unused).code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -398,10 +433,11 @@ TEST(DecodeImageTest, DecodesEveryJpeg) {
     SCOPED_TRACE(path.filename().string());
     const std::string jpeg = ReadFile(path);
     for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
-      const auto hwc = Decode(jpeg, 64, 64, mode, Layout::kHWC);
+         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
+          ResizeMode::kRandomResizedCrop}) {
+      const auto hwc = Decode(jpeg, 64, 64, mode, Layout::kHWC, /*seed=*/7);
       ASSERT_TRUE(hwc.ok()) << hwc.status();
-      const auto chw = Decode(jpeg, 64, 64, mode, Layout::kCHW);
+      const auto chw = Decode(jpeg, 64, 64, mode, Layout::kCHW, /*seed=*/7);
       ASSERT_TRUE(chw.ok()) << chw.status();
       EXPECT_EQ(*chw, HwcToChw(*hwc));
       // A photo, not a constant (e.g. gray-filled) image.
@@ -422,10 +458,11 @@ TEST(DecodeImageTest, DecodesEveryPng) {
     SCOPED_TRACE(path.filename().string());
     const std::string png = ReadFile(path);
     for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
-      const auto hwc = Decode(png, 64, 48, mode, Layout::kHWC);
+         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
+          ResizeMode::kRandomResizedCrop}) {
+      const auto hwc = Decode(png, 64, 48, mode, Layout::kHWC, /*seed=*/7);
       ASSERT_TRUE(hwc.ok()) << hwc.status();
-      const auto chw = Decode(png, 64, 48, mode, Layout::kCHW);
+      const auto chw = Decode(png, 64, 48, mode, Layout::kCHW, /*seed=*/7);
       ASSERT_TRUE(chw.ok()) << chw.status();
       EXPECT_EQ(*chw, HwcToChw(*hwc));
     }
@@ -516,7 +553,7 @@ std::vector<double> BoxResample(const std::vector<uint8_t>& image,
   return out;
 }
 
-// Mitchell (stb_image_resize) and DCT-domain scaling differ from a box
+// The triangle filter and DCT-domain scaling differ from a box
 // filter by a few levels on average; a misplaced region differs by far more.
 constexpr double kMaxResampleError = 7.0;
 
@@ -620,9 +657,12 @@ TEST(DecodeImageTest, SolidColorStaysSolid) {
   for (const auto& [height, width] : std::vector<std::pair<int, int>>{
            {23, 37}, {64, 64}, {8, 8}, {1, 1}, {100, 7}, {5, 300}}) {
     for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
+         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
+          ResizeMode::kRandomResizedCrop}) {
       for (const Layout layout : {Layout::kHWC, Layout::kCHW}) {
-        const auto decoded = Decode(png, height, width, mode, layout);
+        ImageOptions options = Options(height, width, mode, layout);
+        options.random_flip = true;
+        const auto decoded = Decode(png, options, /*seed=*/height * width);
         ASSERT_TRUE(decoded.ok()) << decoded.status();
         if (layout == Layout::kHWC) {
           ExpectSolid(*decoded, color);
@@ -841,6 +881,811 @@ TEST(DecodeImageTest, IsThreadSafe) {
   }
   for (std::thread& thread : threads) thread.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << t;
+}
+
+// ------------------------------------------------- random resized crop ----
+
+ImageOptions CropOptions(int height = 224, int width = 224) {
+  return Options(height, width, ResizeMode::kRandomResizedCrop);
+}
+
+bool IsInside(const CropBox& box, int width, int height) {
+  return box.x >= 0 && box.y >= 0 && box.width >= 1 && box.height >= 1 &&
+         box.x + box.width <= width && box.y + box.height <= height;
+}
+
+// Whether `box` can come from one of torchvision's attempts: its sides are
+// those of a box with an area fraction in [min_scale, max_scale] and an
+// aspect ratio in [min_ratio, max_ratio], each rounded to an integer.
+bool IsAttemptBox(const CropBox& box, int width, int height,
+                  const ImageOptions& options) {
+  const double w = box.width;
+  const double h = box.height;
+  const double area = static_cast<double>(width) * height;
+  return (w + 0.5) * (h + 0.5) >= options.min_scale * area &&
+         (w - 0.5) * (h - 0.5) <= options.max_scale * area &&
+         (w + 0.5) / (h - 0.5) >= options.min_ratio &&
+         (w - 0.5) / (h + 0.5) <= options.max_ratio;
+}
+
+TEST(RandomResizedCropTest, BoxesFollowTorchvisionsRanges) {
+  std::vector<ImageOptions> variants(3, CropOptions());
+  variants[1].min_scale = 0.5;
+  variants[1].max_scale = 0.6;
+  variants[1].min_ratio = 1;
+  variants[1].max_ratio = 1;
+  variants[2].min_scale = 0.25;
+  variants[2].min_ratio = 0.5;
+  variants[2].max_ratio = 2;
+  for (const auto& [width, height] : std::vector<std::pair<int, int>>{
+           {500, 375}, {375, 500}, {1000, 1000}, {64, 48}, {1277, 851}}) {
+    for (size_t v = 0; v < variants.size(); ++v) {
+      for (uint64_t seed = 0; seed < 500; ++seed) {
+        const CropBox box =
+            SampleRandomResizedCrop(width, height, variants[v], seed);
+        ASSERT_TRUE(IsInside(box, width, height))
+            << width << "x" << height << " variant " << v << " seed " << seed;
+        ASSERT_TRUE(IsAttemptBox(box, width, height, variants[v]))
+            << width << "x" << height << " variant " << v << " seed " << seed
+            << ": " << box.width << "x" << box.height;
+      }
+    }
+  }
+}
+
+// When no attempt fits, torchvision takes the central crop of the whole
+// width (or height) with the aspect ratio clamped to the range, sides
+// rounded half to even as Python's round() does.
+TEST(RandomResizedCropTest, FallsBackToACentralCrop) {
+  struct Case {
+    const char* what;
+    int width;
+    int height;
+    double min_scale, max_scale, min_ratio, max_ratio;
+    CropBox expected;
+  };
+  const Case cases[] = {
+      // Any box of at least 8% of the area is too wide for the height.
+      {"wide", 1000, 10, 0.08, 1, 3.0 / 4, 4.0 / 3, {493, 0, 13, 10}},
+      {"tall", 10, 1000, 0.08, 1, 3.0 / 4, 4.0 / 3, {0, 493, 10, 13}},
+      // More than the whole area: the ratio is in range, the whole image.
+      {"scale over 1", 300, 300, 2, 3, 3.0 / 4, 4.0 / 3, {0, 0, 300, 300}},
+      // A square of the whole area does not fit a 3:2 image.
+      {"whole square", 300, 200, 1, 1, 1, 1, {50, 0, 200, 200}},
+      // 10 / 4 = 2.5 rounds to 2, not 3.
+      {"ties to even", 10, 100, 0.08, 1, 4, 4, {0, 49, 10, 2}},
+      {"one pixel", 1, 1, 0.08, 1, 3.0 / 4, 4.0 / 3, {0, 0, 1, 1}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ImageOptions options = CropOptions();
+    options.min_scale = c.min_scale;
+    options.max_scale = c.max_scale;
+    options.min_ratio = c.min_ratio;
+    options.max_ratio = c.max_ratio;
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      const CropBox box =
+          SampleRandomResizedCrop(c.width, c.height, options, seed);
+      EXPECT_EQ(std::tie(box.x, box.y, box.width, box.height),
+                std::tie(c.expected.x, c.expected.y, c.expected.width,
+                         c.expected.height))
+          << "seed " << seed << ": " << box.x << "," << box.y << " "
+          << box.width << "x" << box.height;
+    }
+  }
+}
+
+TEST(RandomResizedCropTest, SameSeedSameBoxOtherSeedsOtherBoxes) {
+  const ImageOptions options = CropOptions();
+  std::set<std::tuple<int, int, int, int>> boxes;
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    const CropBox a = SampleRandomResizedCrop(500, 375, options, seed);
+    const CropBox b = SampleRandomResizedCrop(500, 375, options, seed);
+    ASSERT_EQ(std::tie(a.x, a.y, a.width, a.height),
+              std::tie(b.x, b.y, b.width, b.height));
+    boxes.insert({a.x, a.y, a.width, a.height});
+  }
+  EXPECT_GE(boxes.size(), 995u);
+  // Seeds that differ only in their top bit.
+  const CropBox low = SampleRandomResizedCrop(500, 375, options, 5);
+  const CropBox high =
+      SampleRandomResizedCrop(500, 375, options, 5 | uint64_t{1} << 63);
+  EXPECT_NE(std::tie(low.x, low.y, low.width, low.height),
+            std::tie(high.x, high.y, high.width, high.height));
+}
+
+// The distribution over seeds is torchvision's. On a square image an
+// attempt with area fraction s (uniform in [0.08, 1)) and log aspect ratio
+// u (uniform in [-L, L), L = log(4/3)) fits iff s <= exp(-|u|), and the
+// fallback (all 10 attempts failing, probability 0.142^10) never happens.
+// So the area fraction has mean
+//   E[s | fits] = integral over u in [0, L] of (e^-2u - 0.08^2) / 2
+//               / integral over u in [0, L] of (e^-u - 0.08)
+//               = ((1 - 9/16) / 2 - 0.0064 L) / 2 / (1 - 3/4 - 0.08 L),
+// 0.4778 (a version without the rejection would give 0.54); the log ratio
+// is symmetric around 0 and the position uniform.
+TEST(RandomResizedCropTest, FollowsTorchvisionsDistribution) {
+  const ImageOptions options = CropOptions();
+  const double log_ratio = std::log(4.0 / 3);
+  const double expected_area =
+      ((1 - 9.0 / 16) / 2 - 0.0064 * log_ratio) / 2 /
+      (1 - 3.0 / 4 - 0.08 * log_ratio);
+  ASSERT_NEAR(expected_area, 0.4778, 1e-4);
+  constexpr int kSize = 1000;
+  constexpr int kSamples = 40000;
+  double area_sum = 0;
+  double log_ratio_sum = 0;
+  int wider = 0;
+  int taller = 0;
+  double x_sum = 0;
+  double y_sum = 0;
+  int positioned = 0;
+  for (uint64_t seed = 0; seed < kSamples; ++seed) {
+    const CropBox box = SampleRandomResizedCrop(kSize, kSize, options, seed);
+    area_sum += static_cast<double>(box.width) * box.height / kSize / kSize;
+    log_ratio_sum += std::log(static_cast<double>(box.width) / box.height);
+    wider += box.width > box.height;
+    taller += box.width < box.height;
+    if (box.width < kSize && box.height < kSize) {
+      x_sum += static_cast<double>(box.x) / (kSize - box.width);
+      y_sum += static_cast<double>(box.y) / (kSize - box.height);
+      ++positioned;
+    }
+  }
+  // About four standard errors.
+  EXPECT_NEAR(area_sum / kSamples, expected_area, 0.005);
+  EXPECT_NEAR(log_ratio_sum / kSamples, 0, 0.004);
+  EXPECT_NEAR(static_cast<double>(wider) / (wider + taller), 0.5, 0.012);
+  ASSERT_GT(positioned, kSamples / 2);
+  EXPECT_NEAR(x_sum / positioned, 0.5, 0.008);
+  EXPECT_NEAR(y_sum / positioned, 0.5, 0.008);
+}
+
+TEST(RandomResizedCropTest, FlipIsAFairCoin) {
+  int flips = 0;
+  for (uint64_t seed = 0; seed < 10000; ++seed) {
+    flips += SampleHorizontalFlip(seed);
+    ASSERT_EQ(SampleHorizontalFlip(seed), SampleHorizontalFlip(seed));
+  }
+  EXPECT_NEAR(flips / 10000.0, 0.5, 0.02);
+}
+
+TEST(DecodeImageTest, RejectsBadCropRanges) {
+  const std::string png = SolidRgbPng(8, 8, {1, 2, 3});
+  const double nan = std::nan("");
+  const double inf = INFINITY;
+  const std::vector<std::array<double, 4>> bad = {
+      {0, 1, 0.75, 1.33},    {-0.1, 1, 0.75, 1.33}, {0.5, 0.4, 0.75, 1.33},
+      {nan, 1, 0.75, 1.33},  {0.1, inf, 0.75, 1.33}, {0.1, 1, 0, 1.33},
+      {0.1, 1, -1, 1.33},    {0.1, 1, 1.5, 1.33},   {0.1, 1, 0.75, nan},
+      {0.1, 1, 0.75, inf}};
+  for (const auto& [min_scale, max_scale, min_ratio, max_ratio] : bad) {
+    ImageOptions options = CropOptions(4, 4);
+    options.min_scale = min_scale;
+    options.max_scale = max_scale;
+    options.min_ratio = min_ratio;
+    options.max_ratio = max_ratio;
+    const auto decoded = Decode(png, options, 1);
+    EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument)
+        << min_scale << " " << max_scale << " " << min_ratio << " "
+        << max_ratio;
+    // Other modes ignore the ranges.
+    options.resize = ResizeMode::kCenterCrop;
+    EXPECT_TRUE(Decode(png, options, 1).ok());
+  }
+}
+
+// A TurboJPEG decode of a whole JPEG at scale eighths / 8: the reference the
+// region decoder is compared with.
+struct Rgb {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> pixels;  // HWC
+};
+
+Rgb TurboJpegDecode(const std::string& jpeg, int eighths) {
+  Rgb out;
+  tjhandle handle = tjInitDecompress();
+  int width = 0;
+  int height = 0;
+  int subsampling = 0;
+  int colorspace = 0;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(jpeg.data());
+  // TurboJPEG 2.1 rejects 4:1:0 and 2x4 headers after reading them, yet
+  // decodes them (libjpeg-turbo issue #323).
+  tjDecompressHeader3(handle, bytes, jpeg.size(), &width, &height,
+                      &subsampling, &colorspace);
+  const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  out.width = (width * eighths + 7) / 8;
+  out.height = (height * eighths + 7) / 8;
+  std::vector<uint8_t> decoded(size_t{4} * out.width * out.height);
+  if (tjDecompress2(handle, bytes, jpeg.size(), decoded.data(), out.width, 0,
+                    out.height, cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0) {
+    ADD_FAILURE() << tjGetErrorStr2(handle);
+  }
+  tjDestroy(handle);
+  const size_t num_pixels = size_t{1} * out.width * out.height;
+  out.pixels.resize(num_pixels * 3);
+  for (size_t i = 0; i < num_pixels; ++i) {
+    for (int c = 0; c < 3; ++c) {
+      // Inverted (Adobe) CMYK: R = C * K / 255 and so on.
+      out.pixels[3 * i + c] =
+          cmyk ? static_cast<uint8_t>((decoded[4 * i + c] *
+                                           decoded[4 * i + 3] +
+                                       127) /
+                                      255)
+               : decoded[3 * i + c];
+    }
+  }
+  return out;
+}
+
+std::pair<int, int> JpegSize(const std::string& jpeg) {
+  tjhandle handle = tjInitDecompress();
+  int width = 0;
+  int height = 0;
+  int subsampling = 0;
+  int colorspace = 0;
+  tjDecompressHeader3(handle,
+                      reinterpret_cast<const unsigned char*>(jpeg.data()),
+                      jpeg.size(), &width, &height, &subsampling, &colorspace);
+  tjDestroy(handle);
+  return {width, height};
+}
+
+// PIL's BILINEAR resampling (Image.resize) of [low, high) of an axis whose
+// pixels are [bound_begin, bound_end), in double precision: output pixel i
+// is the average of the pixels p of the bounds weighted by a triangle
+// centered at low + (i + 0.5) * scale, widened by the shrink factor.
+struct Weights {
+  int first = 0;               // the pixel of weights[0]
+  std::vector<double> weights;  // the nonzero ones, normalized
+};
+
+std::vector<Weights> AxisWeights(double low, double high, int bound_begin,
+                                 int bound_end, int size) {
+  const double scale = (high - low) / size;
+  const double filter_scale = std::max(1.0, scale);
+  std::vector<Weights> axis(size);
+  for (int i = 0; i < size; ++i) {
+    const double center = low + (i + 0.5) * scale;
+    axis[i].first = std::max(
+        bound_begin, static_cast<int>(std::floor(center - filter_scale)) - 1);
+    const int end = std::min(
+        bound_end, static_cast<int>(std::ceil(center + filter_scale)) + 1);
+    double total = 0;
+    for (int p = axis[i].first; p < end; ++p) {
+      const double w =
+          std::max(0.0, 1 - std::abs(p + 0.5 - center) / filter_scale);
+      axis[i].weights.push_back(w);
+      total += w;
+    }
+    for (double& w : axis[i].weights) w /= total;
+  }
+  return axis;
+}
+
+// The region [x0, x1) x [y0, y1) (pixels) of `image`, resampled to
+// width x height by a filter that sees the whole image, or with `crop` only
+// the pixels that the region covers (the crop is then an image of its own).
+std::vector<uint8_t> ResizeRegion(const Rgb& image, double x0, double y0,
+                                  double x1, double y1, int width, int height,
+                                  bool crop) {
+  const int bx0 = crop ? static_cast<int>(std::floor(x0 + 1e-9)) : 0;
+  const int by0 = crop ? static_cast<int>(std::floor(y0 + 1e-9)) : 0;
+  const int bx1 = crop ? static_cast<int>(std::ceil(x1 - 1e-9)) : image.width;
+  const int by1 = crop ? static_cast<int>(std::ceil(y1 - 1e-9)) : image.height;
+  const std::vector<Weights> wx = AxisWeights(x0, x1, bx0, bx1, width);
+  const std::vector<Weights> wy = AxisWeights(y0, y1, by0, by1, height);
+  // Horizontally, every row of the bounds.
+  std::vector<double> rows(size_t{3} * width * (by1 - by0));
+  for (int y = by0; y < by1; ++y) {
+    for (int ox = 0; ox < width; ++ox) {
+      for (size_t t = 0; t < wx[ox].weights.size(); ++t) {
+        const uint8_t* pixel =
+            &image.pixels[(size_t{1} * y * image.width + wx[ox].first + t) * 3];
+        for (int c = 0; c < 3; ++c) {
+          rows[(size_t{1} * (y - by0) * width + ox) * 3 + c] +=
+              wx[ox].weights[t] * pixel[c];
+        }
+      }
+    }
+  }
+  std::vector<uint8_t> out(size_t{3} * width * height);
+  for (int oy = 0; oy < height; ++oy) {
+    for (size_t i = 0; i < size_t{3} * width; ++i) {
+      double sum = 0;
+      for (size_t t = 0; t < wy[oy].weights.size(); ++t) {
+        sum += wy[oy].weights[t] *
+               rows[(wy[oy].first + t - by0) * size_t{3} * width + i];
+      }
+      out[size_t{3} * oy * width + i] =
+          static_cast<uint8_t>(std::clamp(std::floor(sum + 0.5), 0.0, 255.0));
+    }
+  }
+  return out;
+}
+
+// The kRandomResizedCrop output for `box` of a full_width x full_height
+// image, from `image`, a decode of it at any scale.
+std::vector<uint8_t> ResizeBox(const Rgb& image, const CropBox& box,
+                               int full_width, int full_height, int width,
+                               int height) {
+  const double x_scale = static_cast<double>(image.width) / full_width;
+  const double y_scale = static_cast<double>(image.height) / full_height;
+  return ResizeRegion(image, box.x * x_scale, box.y * y_scale,
+                      (box.x + box.width) * x_scale,
+                      (box.y + box.height) * y_scale, width, height,
+                      /*crop=*/true);
+}
+
+struct Difference {
+  int max = 0;
+  double mean = 0;
+};
+
+Difference Compare(const std::vector<uint8_t>& a,
+                   const std::vector<uint8_t>& b) {
+  Difference difference;
+  EXPECT_EQ(a.size(), b.size());
+  double sum = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    const int d = std::abs(a[i] - b[i]);
+    difference.max = std::max(difference.max, d);
+    sum += d;
+  }
+  difference.mean = sum / a.size();
+  return difference;
+}
+
+// Large synthetic JPEGs that edge/ lacks: progressive (4:2:0 and 4:4:4),
+// grayscale (baseline and progressive) and CMYK. Empty if PIL is missing.
+constexpr char kMakeLargeJpegs[] = R"py(
+import sys
+from PIL import Image
+d = sys.argv[1]
+size = (517, 389)
+a = Image.effect_mandelbrot(size, (-2.2, -1.3, 0.9, 1.3), 64)
+b = a.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+c = Image.radial_gradient("L").resize(size)
+rgb = Image.merge("RGB", (a, b, c))
+rgb.save(d + "/progressive420.jpg", quality=90, progressive=True, subsampling=2)
+rgb.save(d + "/progressive444.jpg", quality=90, progressive=True, subsampling=0)
+a.save(d + "/gray.jpg", quality=90)
+a.save(d + "/gray-progressive.jpg", quality=90, progressive=True)
+k = Image.linear_gradient("L").resize(size)
+Image.merge("CMYK", (a, b, c, k)).save(d + "/cmyk.jpg", quality=90)
+)py";
+
+std::vector<fs::path> LargeSyntheticJpegs() {
+  if (!HavePil()) return {};
+  const fs::path dir = TempPath("large_synthetic_jpegs");
+  fs::create_directories(dir);
+  std::ofstream(dir / "make.py") << kMakeLargeJpegs;
+  if (std::system(("python3 '" + (dir / "make.py").string() + "' '" +
+                   dir.string() + "'")
+                      .c_str()) != 0) {
+    ADD_FAILURE() << "cannot write the synthetic JPEGs";
+    return {};
+  }
+  return {dir / "progressive420.jpg", dir / "progressive444.jpg",
+          dir / "gray.jpg", dir / "gray-progressive.jpg", dir / "cmyk.jpg"};
+}
+
+// The smallest DCT scale k / 8, k in {1, 2, 4, 8}, at which the crop box
+// covers the output (image.h): the box is scaled with the image, whose size
+// is ceil(n k / 8).
+int ChooseEighths(const CropBox& box, int full_width, int full_height,
+                  int width, int height) {
+  for (const int k : {1, 2, 4}) {
+    const double x_scale =
+        static_cast<double>((full_width * k + 7) / 8) / full_width;
+    const double y_scale =
+        static_cast<double>((full_height * k + 7) / 8) / full_height;
+    if (box.width * x_scale >= width && box.height * y_scale >= height) {
+      return k;
+    }
+  }
+  return 8;
+}
+
+// The region decoder (a DCT-scaled decode of only the rows and iMCU columns
+// the crop needs) gives what decoding the whole image at the same scale and
+// resampling the crop from it gives, up to the chroma upsampling at the
+// edges of the decoded part.
+TEST(DecodeImageTest, RandomResizedCropMatchesAWholeDecodeAtTheSameScale) {
+  SKIP_WITHOUT_IMAGES();
+  std::vector<fs::path> paths = Jpegs();
+  for (const fs::path& path : LargeSyntheticJpegs()) paths.push_back(path);
+  Difference worst;
+  int num_scaled = 0;
+  for (const fs::path& path : paths) {
+    SCOPED_TRACE(path.filename().string());
+    const std::string jpeg = ReadFile(path);
+    const auto [full_width, full_height] = JpegSize(jpeg);
+    ASSERT_GT(full_width, 0);
+    for (const auto& [height, width] : std::vector<std::pair<int, int>>{
+             {224, 224}, {64, 64}, {37, 100}}) {
+      for (uint64_t seed = 0; seed < 6; ++seed) {
+        SCOPED_TRACE(std::to_string(height) + "x" + std::to_string(width) +
+                     " seed " + std::to_string(seed));
+        const ImageOptions options = CropOptions(height, width);
+        const CropBox box =
+            SampleRandomResizedCrop(full_width, full_height, options, seed);
+        const int eighths =
+            ChooseEighths(box, full_width, full_height, width, height);
+        num_scaled += eighths < 8;
+        const std::vector<uint8_t> expected =
+            ResizeBox(TurboJpegDecode(jpeg, eighths), box, full_width,
+                      full_height, width, height);
+        const auto decoded = Decode(jpeg, options, seed);
+        ASSERT_TRUE(decoded.ok()) << decoded.status();
+        const Difference difference = Compare(*decoded, expected);
+        EXPECT_LE(difference.max, 1);
+        EXPECT_LE(difference.mean, 0.3);
+        worst.max = std::max(worst.max, difference.max);
+        worst.mean = std::max(worst.mean, difference.mean);
+      }
+    }
+  }
+  // Most crops shrink enough for a DCT scale below 1.
+  EXPECT_GT(num_scaled, static_cast<int>(paths.size()) * 6);
+  std::cout << "worst difference: max " << worst.max << ", mean "
+            << worst.mean << "\n";
+}
+
+// PNGs, and JPEGs too small for DCT scaling, are decoded whole: the crop is
+// the box of the full-size decode, resampled.
+TEST(DecodeImageTest, RandomResizedCropOfAWholeDecode) {
+  SKIP_WITHOUT_IMAGES();
+  std::vector<std::string> inputs = {ThreeSquaresPng()};
+  for (const fs::path& path : Pngs()) inputs.push_back(ReadFile(path));
+  if (HavePil()) {
+    // 37x23 solid, 29x41 gray, 61x45 progressive, 31x17 CMYK.
+    const fs::path dir = TempPath("synthetic_jpegs");
+    fs::create_directories(dir);
+    std::ofstream(dir / "make.py") << kMakeJpegs;
+    ASSERT_EQ(std::system(("python3 '" + (dir / "make.py").string() + "' '" +
+                           dir.string() + "'")
+                              .c_str()),
+              0);
+    for (const char* name :
+         {"solid.jpg", "gray.jpg", "progressive.jpg", "cmyk.jpg"}) {
+      inputs.push_back(ReadFile(dir / name));
+    }
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SCOPED_TRACE(i);
+    // The whole image at its own size: exact (MatchesPilAtFullSize).
+    const std::string& input = inputs[i];
+    // A PNG's IHDR holds its width and height, big-endian, at bytes 16-23.
+    auto big_endian = [&input](size_t offset) {
+      int value = 0;
+      for (size_t i = offset; i < offset + 4; ++i) {
+        value = value << 8 | static_cast<uint8_t>(input[i]);
+      }
+      return value;
+    };
+    const std::pair<int, int> size = input[0] == '\xFF'
+                                         ? JpegSize(input)
+                                         : std::pair<int, int>(big_endian(16),
+                                                               big_endian(20));
+    const auto [full_width, full_height] = size;
+    const auto full = Decode(input, full_height, full_width);
+    ASSERT_TRUE(full.ok()) << full.status();
+    const Rgb image = {full_width, full_height, *full};
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      // Outputs no smaller than the boxes: no DCT scaling.
+      const ImageOptions options = CropOptions(48, 64);
+      const CropBox box =
+          SampleRandomResizedCrop(full_width, full_height, options, seed);
+      if (input[0] == '\xFF') {
+        ASSERT_EQ(ChooseEighths(box, full_width, full_height, 64, 48), 8);
+      }
+      const auto decoded = Decode(input, options, seed);
+      ASSERT_TRUE(decoded.ok()) << decoded.status();
+      const std::vector<uint8_t> expected =
+          ResizeBox(image, box, full_width, full_height, 64, 48);
+      EXPECT_LE(Compare(*decoded, expected).max, 1) << "seed " << seed;
+    }
+  }
+}
+
+TEST(DecodeImageTest, RandomResizedCropOfGrayscaleIsGray) {
+  std::vector<fs::path> paths = {fs::path(kSharedDataDir) / "imagenet-sample" /
+                                 "n02692877" / "n02692877_airship.JPEG"};
+  for (const fs::path& path : LargeSyntheticJpegs()) {
+    if (path.filename().string().rfind("gray", 0) == 0) paths.push_back(path);
+  }
+  for (const fs::path& path : paths) {
+    if (!fs::exists(path)) continue;
+    SCOPED_TRACE(path.filename().string());
+    const std::string jpeg = ReadFile(path);
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      const auto decoded = Decode(jpeg, CropOptions(), seed);
+      ASSERT_TRUE(decoded.ok()) << decoded.status();
+      for (size_t i = 0; i < decoded->size(); i += 3) {
+        ASSERT_EQ((*decoded)[i], (*decoded)[i + 1]) << i;
+        ASSERT_EQ((*decoded)[i], (*decoded)[i + 2]) << i;
+      }
+    }
+  }
+}
+
+// On an image whose red channel is the column and green the row, the output
+// samples exactly the box: a linear ramp is kept by the (normalized,
+// symmetric) filter away from the image's edges.
+TEST(DecodeImageTest, RandomResizedCropSamplesTheBox) {
+  constexpr int kWidth = 256;
+  constexpr int kHeight = 200;
+  std::vector<std::string> rows;
+  for (int y = 0; y < kHeight; ++y) {
+    std::string row;
+    for (int x = 0; x < kWidth; ++x) {
+      row += static_cast<char>(x);
+      row += static_cast<char>(y);
+      row += '\0';
+    }
+    rows.push_back(row);
+  }
+  const std::string png = MakePng(kWidth, kHeight, 8, kRgb, rows);
+  constexpr int kOut = 32;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    for (const bool flip : {false, true}) {
+      ImageOptions options = CropOptions(kOut, kOut);
+      options.random_flip = flip;
+      const CropBox box =
+          SampleRandomResizedCrop(kWidth, kHeight, options, seed);
+      const bool flipped = flip && SampleHorizontalFlip(seed);
+      const auto decoded = Decode(png, options, seed);
+      ASSERT_TRUE(decoded.ok()) << decoded.status();
+      for (int oy = 2; oy < kOut - 2; ++oy) {
+        for (int ox = 2; ox < kOut - 2; ++ox) {
+          // Where the output pixel's center falls in the image.
+          const int sx = flipped ? kOut - 1 - ox : ox;
+          const double x = box.x + (sx + 0.5) * box.width / kOut - 0.5;
+          const double y = box.y + (oy + 0.5) * box.height / kOut - 0.5;
+          const uint8_t* pixel = decoded->data() + 3 * (oy * kOut + ox);
+          ASSERT_NEAR(pixel[0], x, 1.0) << "seed " << seed << " " << ox;
+          ASSERT_NEAR(pixel[1], y, 1.0) << "seed " << seed << " " << oy;
+        }
+      }
+    }
+  }
+}
+
+TEST(DecodeImageTest, FlipMirrorsTheOutputExactly) {
+  SKIP_WITHOUT_IMAGES();
+  int flipped = 0;
+  int kept = 0;
+  for (const char* name : {"dog-3277414_640.jpg", "logo.png"}) {
+    SCOPED_TRACE(name);
+    const std::string bytes = ReadFile(ImagesDir() / name);
+    for (const ResizeMode mode :
+         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
+          ResizeMode::kRandomResizedCrop}) {
+      for (uint64_t seed = 0; seed < 12; ++seed) {
+        ImageOptions options = Options(40, 56, mode);
+        const auto plain = Decode(bytes, options, seed);
+        ASSERT_TRUE(plain.ok()) << plain.status();
+        options.random_flip = true;
+        const auto hwc = Decode(bytes, options, seed);
+        ASSERT_TRUE(hwc.ok()) << hwc.status();
+        options.layout = Layout::kCHW;
+        const auto chw = Decode(bytes, options, seed);
+        ASSERT_TRUE(chw.ok()) << chw.status();
+        const std::vector<uint8_t> expected =
+            SampleHorizontalFlip(seed) ? MirrorHwc(*plain, 56) : *plain;
+        EXPECT_EQ(*hwc, expected) << "seed " << seed;
+        EXPECT_EQ(*chw, HwcToChw(expected)) << "seed " << seed;
+        (SampleHorizontalFlip(seed) ? flipped : kept) += 1;
+      }
+    }
+  }
+  EXPECT_GT(flipped, 0);
+  EXPECT_GT(kept, 0);
+}
+
+TEST(DecodeImageTest, SeedOnlyChangesRandomChoices) {
+  SKIP_WITHOUT_IMAGES();
+  const std::string jpeg = ReadFile(ImagesDir() / "420.jpg");
+  for (const ResizeMode mode :
+       {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
+    EXPECT_EQ(*Decode(jpeg, 64, 64, mode, Layout::kHWC, 1),
+              *Decode(jpeg, 64, 64, mode, Layout::kHWC, 2));
+  }
+  int different = 0;
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    different += *Decode(jpeg, CropOptions(64, 64), seed) !=
+                 *Decode(jpeg, CropOptions(64, 64), seed + 1);
+  }
+  EXPECT_EQ(different, 10);
+}
+
+TEST(DecodeImageTest, RandomResizedCropIsReproducibleAcrossThreads) {
+  SKIP_WITHOUT_IMAGES();
+  const std::vector<fs::path> jpegs = Jpegs();
+  std::vector<std::string> inputs;
+  for (size_t i = 0; i < jpegs.size() && inputs.size() < 6; i += 4) {
+    inputs.push_back(ReadFile(jpegs[i]));
+  }
+  inputs.push_back(ReadFile(ImagesDir() / "logo.png"));
+  inputs.push_back(ReadFile(ImagesDir() / "truncated.jpg"));
+  ImageOptions options = CropOptions(56, 48);
+  options.random_flip = true;
+  struct Job {
+    size_t input;
+    uint64_t seed;
+  };
+  std::vector<Job> jobs;
+  std::vector<absl::StatusOr<std::vector<uint8_t>>> expected;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (uint64_t seed = 100; seed < 104; ++seed) {
+      jobs.push_back({i, seed});
+      expected.push_back(Decode(inputs[i], options, seed));
+    }
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (size_t j = 0; j < jobs.size(); ++j) {
+          const size_t k = (j * (t + 1) + round) % jobs.size();
+          const auto decoded =
+              Decode(inputs[jobs[k].input], options, jobs[k].seed);
+          if (decoded.ok() != expected[k].ok() ||
+              (decoded.ok() && *decoded != *expected[k])) {
+            ++mismatches[t];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << t;
+}
+
+// Only the crop's rows are decoded, but the rest of the file is still read:
+// a truncated JPEG fails even for crops that lie in its intact part, so
+// whether a sample decodes never depends on the seed.
+TEST(DecodeImageTest, TruncatedJpegFailsWhateverTheCrop) {
+  SKIP_WITHOUT_IMAGES();
+  const std::string jpeg = ReadFile(ImagesDir() / "444.jpg");  // 680x453
+  int crops_in_top_part = 0;
+  for (const double fraction : {0.5, 0.9, 0.99}) {
+    const std::string cut = jpeg.substr(0, jpeg.size() * fraction);
+    for (const int size : {64, 224}) {
+      for (uint64_t seed = 0; seed < 300; ++seed) {
+        const ImageOptions options = CropOptions(size, size);
+        const CropBox box = SampleRandomResizedCrop(680, 453, options, seed);
+        // Crops that end well above the cut (the rows above it are intact)
+        // and a few others.
+        const bool in_top_part = box.y + box.height < 453 * (fraction - 0.1);
+        if (!in_top_part && seed >= 20) continue;
+        crops_in_top_part += in_top_part;
+        const auto decoded = Decode(cut, options, seed);
+        EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss)
+            << fraction << " seed " << seed;
+        EXPECT_THAT(std::string(decoded.status().message()),
+                    StartsWith("JPEG decode failed: "));
+      }
+    }
+  }
+  EXPECT_GT(crops_in_top_part, 100);
+}
+
+// Resizes with PIL, one job per line of the file given:
+// "<path> <crop: 0 or 1> <x0> <y0> <x1> <y1> <width> <height> <output>".
+// With crop, the image is cropped to the (integer) box, then resized whole
+// (torchvision's RandomResizedCrop on PIL images); otherwise the box is
+// Image.resize's (float) box.
+constexpr char kPilResize[] = R"py(
+import sys
+from PIL import Image
+for line in open(sys.argv[1]):
+    path, crop, x0, y0, x1, y1, width, height, out = line.split()
+    image = Image.open(path).convert("RGB")
+    box = tuple(float(v) for v in (x0, y0, x1, y1))
+    size = (int(width), int(height))
+    if crop == "1":
+        image = image.crop(tuple(int(v) for v in box))
+        image = image.resize(size, Image.BILINEAR)
+    else:
+        image = image.resize(size, Image.BILINEAR, box=box)
+    open(out, "wb").write(image.tobytes())
+)py";
+
+// At scale 8/8 the resampling is PIL's: kRandomResizedCrop is
+// torchvision's RandomResizedCrop(size) on the PIL image for the same box,
+// kStretch is Image.resize and kCenterCrop Image.resize of the region. It is
+// the algorithm of Pillow up to 12 to the bit; Pillow 13 runs the vertical
+// pass first when the height shrinks much more than the width (Pillow pull
+// request 9549), and Pillow rounds a box to float32, which changes the
+// rounding of a few pixels by 1.
+TEST(DecodeImageTest, MatchesPilResizeAtFullScale) {
+  SKIP_WITHOUT_IMAGES();
+  if (!HavePil()) GTEST_SKIP() << "python3 with PIL is not available";
+  struct Job {
+    std::string path;
+    ImageOptions options;
+    uint64_t seed;
+    bool crop;
+    double x0, y0, x1, y1;
+  };
+  std::vector<Job> jobs;
+  for (const char* name : {"444.jpg", "dog-3277414_640.jpg",
+                           "422-odd-width.jpg", "logo.png"}) {
+    const fs::path path = ImagesDir() / name;
+    const auto pil = PilDecode({path});
+    ASSERT_EQ(pil.size(), 1u);
+    const int width = pil[0].width;
+    const int height = pil[0].height;
+    // Random crops that need no DCT scaling.
+    int num_crops = 0;
+    for (uint64_t seed = 0; seed < 500 && num_crops < 5; ++seed) {
+      const ImageOptions options = CropOptions(224, 224);
+      const CropBox box = SampleRandomResizedCrop(width, height, options, seed);
+      if (ChooseEighths(box, width, height, 224, 224) != 8) continue;
+      ++num_crops;
+      jobs.push_back({path.string(), options, seed, true,
+                      static_cast<double>(box.x), static_cast<double>(box.y),
+                      static_cast<double>(box.x + box.width),
+                      static_cast<double>(box.y + box.height)});
+    }
+    ASSERT_EQ(num_crops, 5) << name;
+    // Slightly smaller or larger than the image: no DCT scaling either.
+    for (const auto& [out_width, out_height] : std::vector<std::pair<int, int>>{
+             {width * 15 / 16, height * 15 / 16}, {width + 37, height + 11}}) {
+      jobs.push_back({path.string(),
+                      Options(out_height, out_width, ResizeMode::kStretch), 0,
+                      false, 0, 0, static_cast<double>(width),
+                      static_cast<double>(height)});
+    }
+    for (const auto& [out_width, out_height] : std::vector<std::pair<int, int>>{
+             {height * 15 / 16, height * 15 / 16}, {width - 3, height / 2}}) {
+      const double scale =
+          std::max(static_cast<double>(out_width) / width,
+                   static_cast<double>(out_height) / height);
+      const double region_width = out_width / scale;
+      const double region_height = out_height / scale;
+      jobs.push_back({path.string(),
+                      Options(out_height, out_width, ResizeMode::kCenterCrop),
+                      0, false, (width - region_width) / 2,
+                      (height - region_height) / 2, (width + region_width) / 2,
+                      (height + region_height) / 2});
+    }
+  }
+  const fs::path dir = TempPath("pil_resize");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "resize.py") << kPilResize;
+  {
+    std::ofstream list(dir / "jobs.txt");
+    list.precision(17);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const Job& job = jobs[i];
+      list << job.path << " " << job.crop << " " << job.x0 << " " << job.y0
+           << " " << job.x1 << " " << job.y1 << " " << job.options.width << " "
+           << job.options.height << " " << (dir / std::to_string(i)).string()
+           << "\n";
+    }
+  }
+  ASSERT_EQ(std::system(("python3 '" + (dir / "resize.py").string() + "' '" +
+                         (dir / "jobs.txt").string() + "'")
+                            .c_str()),
+            0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    SCOPED_TRACE(job.path + " job " + std::to_string(i));
+    const auto decoded = Decode(ReadFile(job.path), job.options, job.seed);
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    const std::string expected = ReadFile(dir / std::to_string(i));
+    const Difference difference = Compare(
+        *decoded, std::vector<uint8_t>(expected.begin(), expected.end()));
+    EXPECT_LE(difference.max, 1);
+    EXPECT_LE(difference.mean, 0.2);
+  }
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libabsl-dev libtbb-dev libzstd-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libturbojpeg0-dev libpng-dev libstb-dev nlohmann-json3-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev nlohmann-json3-dev
   tar
 )
 

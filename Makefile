@@ -5,7 +5,7 @@ PYTHON ?= python3
 BUILD_DIR ?= build/cpp
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps cpp test-cpp install test-python test demo clean
+.PHONY: all deps cpp test-cpp install test-python test demo bench-micro bench clean
 
 all: install
 
@@ -29,6 +29,17 @@ test: test-cpp test-python
 
 demo: install
 	shardloader demo
+
+# Microbenchmarks (Google Benchmark), single-threaded decode rates.
+bench-micro: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHARDLOADER_BUILD_BENCHMARKS=ON
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target image_decode_benchmark
+	$(BUILD_DIR)/image_decode_benchmark
+
+# End-to-end benchmark against the peers (see benchmarks/e2e/README.md).
+bench: install
+	$(PYTHON) -m pip install -q -r benchmarks/requirements.txt
+	$(PYTHON) benchmarks/e2e/run.py
 
 clean:
 	rm -rf build

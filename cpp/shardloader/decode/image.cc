@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "shardloader/internal/resample.h"
 #include "shardloader/internal/random.h"
 #include "shardloader/status.h"
 
@@ -25,6 +26,9 @@ namespace shardloader {
 namespace {
 
 using internal_random::Rng;
+using internal_resample::Axis;
+using internal_resample::BuildAxis;
+using internal_resample::Span;
 
 constexpr int kChannels = 3;
 
@@ -61,139 +65,6 @@ double RoundHalfToEven(double x) {
   if (fraction > 0.5) return floor + 1;
   if (fraction < 0.5) return floor;
   return std::fmod(floor, 2.0) == 0 ? floor : floor + 1;
-}
-
-// ------------------------------------------------------------ resizing ----
-
-// Fixed-point precision of the filter weights: PIL's for 8-bit samples.
-// A sum of 255 times weights adding up to 1 stays below 2^31.
-constexpr int kWeightBits = 22;
-
-// PIL's bilinear filter: a triangle of support 1.
-double Triangle(double x) {
-  x = std::abs(x);
-  return x < 1 ? 1 - x : 0;
-}
-
-// A weighted sum back to 8 bits (the sum includes the rounding half).
-uint8_t Clip8(int32_t sum) {
-  return static_cast<uint8_t>(std::clamp(sum >> kWeightBits, 0, 255));
-}
-
-// The vertical pass works on rows in blocks of this many bytes: loops of a
-// fixed length over __restrict pointers are what GCC vectorizes at -O2.
-constexpr size_t kBlockBytes = 16;
-
-void AccumulateBlock(int32_t* __restrict sums, const uint8_t* __restrict row,
-                     int32_t weight) {
-  for (size_t j = 0; j < kBlockBytes; ++j) sums[j] += row[j] * weight;
-}
-
-void ClipBlock(const int32_t* __restrict sums, uint8_t* __restrict out) {
-  for (size_t j = 0; j < kBlockBytes; ++j) out[j] = Clip8(sums[j]);
-}
-
-// sums[j] += row[j] * weight for j < size.
-void AccumulateRow(int32_t* sums, const uint8_t* row, int32_t weight,
-                   size_t size) {
-  size_t j = 0;
-  for (; j + kBlockBytes <= size; j += kBlockBytes) {
-    AccumulateBlock(sums + j, row + j, weight);
-  }
-  for (; j < size; ++j) sums[j] += row[j] * weight;
-}
-
-// out[j] = Clip8(sums[j]) for j < size.
-void ClipRow(const int32_t* sums, uint8_t* out, size_t size) {
-  size_t j = 0;
-  for (; j + kBlockBytes <= size; j += kBlockBytes) {
-    ClipBlock(sums + j, out + j);
-  }
-  for (; j < size; ++j) out[j] = Clip8(sums[j]);
-}
-
-// Pixels [begin, end) of one axis.
-struct Span {
-  int begin = 0;
-  int end = 0;
-};
-
-// The filter of one axis of a resampling: output pixel i is the weighted sum
-// of the `window` input pixels from begin[i], with weights[i * taps + t]
-// (some of them zero: every output pixel reads the same number of pixels,
-// so that the loops have a fixed length).
-struct Axis {
-  std::vector<int> begin;
-  std::vector<int32_t> weights;  // fixed point, kWeightBits
-  std::vector<double> real;      // one pixel's weights before rounding
-  int taps = 0;    // room for weights per output pixel
-  int window = 0;  // pixels read per output pixel, <= taps
-  bool identity = false;  // output pixel i is input pixel begin[0] + i
-
-  // The input pixels read.
-  Span Reads() const {
-    Span span{begin.front(), begin.front() + window};
-    for (const int first : begin) {
-      span.begin = std::min(span.begin, first);
-      span.end = std::max(span.end, first + window);
-    }
-    return span;
-  }
-};
-
-// Computes the filter that resamples [low, high) of an axis whose pixels are
-// `bounds` to `out_size` pixels: PIL's precompute_coeffs and
-// normalize_coeffs_8bpc (Resample.c, BILINEAR), the input being `bounds`.
-// The triangle is widened by the shrink factor, truncated at the bounds and
-// normalized to sum 1.
-void BuildAxis(double low, double high, Span bounds, int out_size,
-               Axis* axis) {
-  const double scale = (high - low) / out_size;
-  const double filter_scale = std::max(scale, 1.0);
-  const double support = filter_scale;  // the triangle's support is 1
-  const double inverse_filter_scale = 1.0 / filter_scale;
-  const int taps = static_cast<int>(std::ceil(support)) * 2 + 1;
-  const int in_size = bounds.end - bounds.begin;
-  const double in0 = low - bounds.begin;
-  axis->taps = taps;
-  axis->window = 1;
-  axis->identity = scale == 1 && low == std::floor(low);
-  axis->begin.resize(out_size);
-  axis->weights.assign(static_cast<size_t>(out_size) * taps, 0);
-  axis->real.resize(taps);
-  for (int i = 0; i < out_size; ++i) {
-    const double center = in0 + (i + 0.5) * scale;
-    // Truncated toward zero, then clamped, as in PIL.
-    const int first =
-        std::max(static_cast<int>(center - support + 0.5), 0);
-    const int end =
-        std::min(static_cast<int>(center + support + 0.5), in_size);
-    const int count = std::clamp(end - first, 0, taps);
-    double total = 0;
-    for (int t = 0; t < count; ++t) {
-      axis->real[t] =
-          Triangle((t + first - center + 0.5) * inverse_filter_scale);
-      total += axis->real[t];
-    }
-    int32_t* weights = &axis->weights[static_cast<size_t>(i) * taps];
-    for (int t = 0; t < count; ++t) {
-      const double weight = total != 0 ? axis->real[t] / total : 0;
-      weights[t] = static_cast<int32_t>(weight * (1 << kWeightBits) + 0.5);
-    }
-    axis->begin[i] = bounds.begin + first;
-    axis->window = std::max(axis->window, count);
-  }
-  // Windows that would pass the end of the bounds start earlier instead,
-  // their weights moved right (count <= window <= in_size).
-  for (int i = 0; i < out_size; ++i) {
-    const int excess = axis->begin[i] + axis->window - bounds.end;
-    if (excess <= 0) continue;
-    int32_t* weights = &axis->weights[static_cast<size_t>(i) * taps];
-    std::copy_backward(weights, weights + axis->window - excess,
-                       weights + axis->window);
-    std::fill(weights, weights + excess, 0);
-    axis->begin[i] -= excess;
-  }
 }
 
 // ------------------------------------------------------------- scratch ----
@@ -234,9 +105,7 @@ struct Scratch {
   std::vector<unsigned char*> rows;  // row pointers for the codecs
   Axis x_axis;                      // the resampling filters
   Axis y_axis;
-  std::vector<uint8_t> horizontal;  // rows after the horizontal pass
-  std::vector<int32_t> sums;        // one output row of the vertical pass
-  std::vector<uint8_t> resized;     // the resized image before HWC -> CHW
+  internal_resample::ResampleScratch resample;
 };
 
 Scratch& ThreadScratch() {
@@ -785,112 +654,6 @@ void CopyOut(const uint8_t* pixels, size_t row_bytes, int width, int height,
   }
 }
 
-// One row of the horizontal pass: out_width RGB pixels from `in`, whose
-// first pixel is pixel `origin` of the axis. kWindow > 0 fixes the number of
-// pixels read per output pixel (the loop is then unrolled); 0 reads
-// x.window.
-template <int kWindow>
-void ResampleRow(const uint8_t* in, int origin, const Axis& x, int out_width,
-                 uint8_t* out) {
-  constexpr int32_t kHalf = int32_t{1} << (kWeightBits - 1);
-  const int window = kWindow > 0 ? kWindow : x.window;
-  for (int i = 0; i < out_width; ++i, out += kChannels) {
-    const uint8_t* p = in + (x.begin[i] - origin) * kChannels;
-    const int32_t* weights = &x.weights[static_cast<size_t>(i) * x.taps];
-    int32_t red = kHalf;
-    int32_t green = kHalf;
-    int32_t blue = kHalf;
-    for (int t = 0; t < window; ++t, p += kChannels) {
-      red += p[0] * weights[t];
-      green += p[1] * weights[t];
-      blue += p[2] * weights[t];
-    }
-    out[0] = Clip8(red);
-    out[1] = Clip8(green);
-    out[2] = Clip8(blue);
-  }
-}
-
-// Resamples `src` with the filters `x` and `y` (pixel indices in the
-// image's coordinates, all inside `src`) to out_width x out_height HWC at
-// `dst`. As in PIL: the horizontal pass first, on the rows that the vertical
-// pass reads, rounded to 8 bits in between; a pass whose filter is the
-// identity is skipped.
-void Resample(const Pixels& src, const Axis& x, const Axis& y, int out_width,
-              int out_height, Scratch& scratch, uint8_t* dst) {
-  constexpr int32_t kHalf = int32_t{1} << (kWeightBits - 1);
-  const size_t out_row_bytes = static_cast<size_t>(out_width) * kChannels;
-  const Span rows = y.Reads();
-  const uint8_t* horizontal;  // row rows.begin after the horizontal pass
-  size_t horizontal_stride;
-  if (x.identity) {
-    horizontal = src.data + (rows.begin - src.y) * src.stride +
-                 (x.begin[0] - src.x) * kChannels;
-    horizontal_stride = src.stride;
-  } else {
-    auto* resample_row = &ResampleRow<0>;
-    switch (x.window) {
-      case 2: resample_row = &ResampleRow<2>; break;
-      case 3: resample_row = &ResampleRow<3>; break;
-      case 4: resample_row = &ResampleRow<4>; break;
-      case 5: resample_row = &ResampleRow<5>; break;
-      case 6: resample_row = &ResampleRow<6>; break;
-    }
-    uint8_t* out = Reserve(scratch.horizontal,
-                           out_row_bytes * (rows.end - rows.begin));
-    for (int row = rows.begin; row < rows.end; ++row) {
-      resample_row(src.data + (row - src.y) * src.stride, src.x, x, out_width,
-                   out + (row - rows.begin) * out_row_bytes);
-    }
-    horizontal = out;
-    horizontal_stride = out_row_bytes;
-  }
-  if (y.identity) {
-    for (int i = 0; i < out_height; ++i) {
-      std::memcpy(dst + i * out_row_bytes,
-                  horizontal + (y.begin[0] + i - rows.begin) *
-                                   horizontal_stride,
-                  out_row_bytes);
-    }
-    return;
-  }
-  if (scratch.sums.size() < out_row_bytes) scratch.sums.resize(out_row_bytes);
-  int32_t* sums = scratch.sums.data();
-  for (int i = 0; i < out_height; ++i) {
-    std::fill(sums, sums + out_row_bytes, kHalf);
-    const int32_t* weights = &y.weights[static_cast<size_t>(i) * y.taps];
-    const uint8_t* in =
-        horizontal + (y.begin[i] - rows.begin) * horizontal_stride;
-    for (int t = 0; t < y.window; ++t, in += horizontal_stride) {
-      AccumulateRow(sums, in, weights[t], out_row_bytes);
-    }
-    ClipRow(sums, dst + i * out_row_bytes, out_row_bytes);
-  }
-}
-
-// Writes the planned output to `dst` at the output size and layout.
-void Store(const Pixels& src, const Plan& plan, const ImageOptions& options,
-           Scratch& scratch, uint8_t* dst) {
-  if (src.data == dst) return;  // decoded in place
-  if (plan.copy) {
-    CopyOut(src.data + (plan.copy_y - src.y) * src.stride +
-                (plan.copy_x - src.x) * kChannels,
-            src.stride, options.width, options.height, options.layout, dst);
-    return;
-  }
-  if (options.layout == Layout::kHWC) {
-    Resample(src, scratch.x_axis, scratch.y_axis, options.width,
-             options.height, scratch, dst);
-    return;
-  }
-  const size_t row_bytes = static_cast<size_t>(options.width) * kChannels;
-  uint8_t* resized = Reserve(scratch.resized, row_bytes * options.height);
-  Resample(src, scratch.x_axis, scratch.y_axis, options.width, options.height,
-           scratch, resized);
-  CopyOut(resized, row_bytes, options.width, options.height, Layout::kCHW,
-          dst);
-}
-
 // Mirrors the width x height output in `layout` left-right, in place.
 void MirrorInPlace(uint8_t* pixels, int width, int height, Layout layout) {
   if (layout == Layout::kCHW) {
@@ -909,6 +672,38 @@ void MirrorInPlace(uint8_t* pixels, int width, int height, Layout layout) {
   }
 }
 
+// Writes the planned output to `dst` at the output size and layout,
+// mirrored left-right if `mirror`.
+void Store(const Pixels& src, const Plan& plan, const ImageOptions& options,
+           bool mirror, Scratch& scratch, uint8_t* dst) {
+  if (src.data == dst || plan.copy) {
+    if (src.data != dst) {  // else decoded in place
+      CopyOut(src.data + (plan.copy_y - src.y) * src.stride +
+                  (plan.copy_x - src.x) * kChannels,
+              src.stride, options.width, options.height, options.layout,
+              dst);
+    }
+    if (mirror) {
+      MirrorInPlace(dst, options.width, options.height, options.layout);
+    }
+    return;
+  }
+  // Resampling with the x filter reversed mirrors for free, and the
+  // resampler writes either layout directly.
+  if (mirror) internal_resample::MirrorAxis(&scratch.x_axis);
+  internal_resample::RgbOutput out;
+  out.data = dst;
+  if (options.layout == Layout::kHWC) {
+    out.row_stride = static_cast<size_t>(options.width) * kChannels;
+  } else {
+    out.planar = true;
+    out.row_stride = options.width;
+    out.plane_stride = static_cast<size_t>(options.width) * options.height;
+  }
+  internal_resample::Resample({src.data, src.stride, src.x, src.y},
+                              scratch.x_axis, scratch.y_axis,
+                              scratch.resample, out);
+}
 
 }  // namespace
 
@@ -1010,15 +805,12 @@ absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options,
     return absl::DataLossError("not a JPEG or PNG image");
   }
   if (status.ok()) {
-    Store(pixels, plan, options, scratch, dst);
-    if (options.random_flip && SampleHorizontalFlip(seed)) {
-      MirrorInPlace(dst, options.width, options.height, options.layout);
-    }
+    Store(pixels, plan, options,
+          options.random_flip && SampleHorizontalFlip(seed), scratch, dst);
   }
   ReleaseIfHuge(scratch.decoded);
   ReleaseIfHuge(scratch.spare_row);
-  ReleaseIfHuge(scratch.horizontal);
-  ReleaseIfHuge(scratch.resized);
+  scratch.resample.ReleaseIfOver(kMaxRetainedBytes);
   return status;
 }
 

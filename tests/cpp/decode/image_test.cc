@@ -1,5 +1,7 @@
 #include "shardloader/decode/image.h"
 
+#include <unistd.h>
+
 #include <turbojpeg.h>
 
 #include <algorithm>
@@ -225,8 +227,10 @@ bool HavePil() {
   return std::system("python3 -c 'import PIL' >/dev/null 2>&1") == 0;
 }
 
+// A scratch path private to this process (CTest runs tests in parallel
+// processes that share TempDir()).
 fs::path TempPath(const std::string& name) {
-  return fs::path(testing::TempDir()) / name;
+  return fs::path(testing::TempDir()) / (name + "-" + std::to_string(::getpid()));
 }
 
 // Decodes each file given after the output folder with PIL, writing

@@ -1,5 +1,7 @@
 #include "shardloader/decode/npy.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -397,8 +399,12 @@ bool HaveNumpy() {
 
 // NumPy's own reading of `path`, as C-order bytes.
 std::string NumpyBytes(const std::filesystem::path& path) {
+  // One file per process and call: CTest runs tests in parallel processes.
+  static int calls = 0;
   const std::filesystem::path out =
-      std::filesystem::path(testing::TempDir()) / "npy_expected.bin";
+      std::filesystem::path(testing::TempDir()) /
+      ("npy_expected-" + std::to_string(::getpid()) + "-" +
+       std::to_string(calls++) + ".bin");
   const std::string command =
       "python3 -c 'import sys, numpy as np; "
       "open(sys.argv[2], \"wb\").write("
@@ -438,7 +444,8 @@ TEST(NpyRealFilesTest, MatchesNumpy) {
 TEST(NpyRealFilesTest, FortranOrderWrittenByNumpy) {
   if (!HaveNumpy()) GTEST_SKIP() << "python3 with numpy is not available";
   const std::filesystem::path path =
-      std::filesystem::path(testing::TempDir()) / "fortran.npy";
+      std::filesystem::path(testing::TempDir()) /
+      ("fortran-" + std::to_string(::getpid()) + ".npy");
   const std::string command =
       "python3 -c 'import sys, numpy as np; np.save(sys.argv[1], "
       "np.asfortranarray(np.arange(120, dtype=\"<f4\").reshape(2, 3, 4, 5) "

@@ -38,7 +38,10 @@ bench-micro: deps
 
 # End-to-end benchmark against the peers (see benchmarks/e2e/README.md).
 bench: install
-	$(PYTHON) -m pip install -q -r benchmarks/requirements.txt
+	$(PYTHON) -m pip install -q -r benchmarks/requirements.txt -c benchmarks/constraints.txt
+	# The peers pull a CUDA-built torchvision that cannot import beside CPU torch;
+	# the benchmark does not use it.
+	$(PYTHON) -c "import torchvision" 2>/dev/null || $(PYTHON) -m pip uninstall -y -q torchvision
 	$(PYTHON) benchmarks/e2e/run.py
 
 clean:

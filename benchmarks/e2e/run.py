@@ -672,13 +672,15 @@ def plot(report, path):
                 txt = f"{v:,.0f}"
                 if r.get("shardloader_speedup") and contender != "shardloader":
                     txt += f"  (sl {r['shardloader_speedup']:.2f}x)"
+                if (r.get("other_load") or 0) > DISTURBED:
+                    txt += f"  [disturbed: other {100 * r['other_load']:.0f}%]"
                 ax.text(v, yy, " " + txt, va="center", fontsize=7)
         lines = []
         if name in ("imagenet_decode", "imagenet_decode_steady"):
             for key, style, label in (("jpeg_full_decode_per_core", "--",
-                                       "libjpeg-turbo full-size decode x cores"),
+                                       "full-size decode x cores"),
                                       ("jpeg_dct_scaled_decode_per_core", ":",
-                                       "libjpeg-turbo at shardloader's 1/2^n DCT scale x cores")):
+                                       "1/2^n-DCT decode x cores")):
                 if key in refs:
                     lines.append((refs[key]["images_per_s_all_cores"], style, label))
         if mb and "memcpy_per_core" in refs:
@@ -686,10 +688,11 @@ def plot(report, path):
         for x, style, label in lines:
             ax.axvline(x, color="tab:red", ls=style, label=f"{label}: {x:,.0f}")
         if lines:
-            ax.legend(fontsize=7, loc="center right", framealpha=0.9)
+            ax.legend(fontsize=7, loc="center right" if mb else "lower right", framealpha=0.9,
+                      title=None if mb else "libjpeg-turbo, 1 core", title_fontsize=7)
         ax.set_xlabel("MB/s" if mb else "samples/s")
         ax.set_title(s["title"].split(":")[0] + ": " + s["name"], fontsize=9)
-        ax.set_xlim(0, max(values + [x for x, _, _ in lines] + [1]) * 1.3)
+        ax.set_xlim(0, max(values + [x for x, _, _ in lines] + [1]) * (1.3 if mb else 1.5))
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
             lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
     if has_jpeg:
@@ -731,7 +734,7 @@ def main() -> int:
     parser.add_argument("--transform", default="center_crop",
                         choices=["center_crop", "random_resized"],
                         help="scenario 1's transform (random_resized needs shardloader's "
-                             "crop='random_resized'; default center_crop)")
+                             "resize='random_resized_crop'; default center_crop)")
     parser.add_argument("--size", type=int, default=224, help="scenario 1 output size")
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--epochs", type=int, default=3, help="timed epochs (full mode)")
@@ -741,21 +744,21 @@ def main() -> int:
     parser.add_argument("--steady-repeat", type=int, default=3,
                         help="passes over the data per epoch in scenario 1b (default 3)")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="runs of each contender, median reported (default 1)")
+                        help="runs of each contender, the fastest reported (default 1)")
     parser.add_argument("--only", default=None,
                         help="comma-separated scenarios: jpeg_single_core,memcpy,"
-                             "imagenet_decode,cifar_decode,cifar_bytes,imagenet_bytes")
+                             "imagenet_decode,imagenet_decode_steady,cifar_decode,cifar_bytes,imagenet_bytes")
     parser.add_argument("--timeout", type=float, default=300, help="per-contender limit (s)")
     parser.add_argument("--retries", type=int, default=None,
                         help="rerun a contender this many times when other processes took "
-                             f"more than {DISTURBED:.0%} of the cores (default 2; quick 1), "
+                             f"more than {DISTURBED:.0%}% of the cores (default 2; quick 1), "
                              "while --retry-budget lasts")
     parser.add_argument("--retry-budget", type=float, default=None,
                         help="no more reruns after this many seconds of the whole run "
                              "(default 480; quick 150)")
     parser.add_argument("--max-wait", type=float, default=None,
                         help="before each run, wait up to this many seconds for other "
-                             "processes to leave the cores (default 20; quick 5)")
+                             "processes to leave the cores (default 10; quick 5)")
     parser.add_argument("--replot", metavar="JSON", default=None,
                         help="only redraw the plot and reprint the table of a results JSON")
     args = parser.parse_args()

@@ -429,6 +429,25 @@ TEST(DecodeImageTest, RejectsHugeDimensionsBeforeAllocating) {
 
 // ---------------------------------------------------------- real files ----
 
+// Decodes `encoded` to height x width in every resize mode, checks that CHW
+// is the transpose of HWC, and returns the HWC outputs (empty on failure).
+std::vector<std::vector<uint8_t>> DecodeInEveryMode(const std::string& encoded,
+                                                    int height, int width) {
+  std::vector<std::vector<uint8_t>> outputs;
+  for (const ResizeMode mode :
+       {ResizeMode::kCenterCrop, ResizeMode::kStretch,
+        ResizeMode::kRandomResizedCrop}) {
+    const auto hwc = Decode(encoded, height, width, mode, Layout::kHWC, /*seed=*/7);
+    const auto chw = Decode(encoded, height, width, mode, Layout::kCHW, /*seed=*/7);
+    EXPECT_TRUE(hwc.ok()) << hwc.status();
+    EXPECT_TRUE(chw.ok()) << chw.status();
+    if (!hwc.ok() || !chw.ok()) return {};
+    EXPECT_EQ(*chw, HwcToChw(*hwc));
+    outputs.push_back(*hwc);
+  }
+  return outputs;
+}
+
 TEST(DecodeImageTest, DecodesEveryJpeg) {
   SKIP_WITHOUT_IMAGES();
   const std::vector<fs::path> jpegs = Jpegs();
@@ -436,16 +455,9 @@ TEST(DecodeImageTest, DecodesEveryJpeg) {
   for (const fs::path& path : jpegs) {
     SCOPED_TRACE(path.filename().string());
     const std::string jpeg = ReadFile(path);
-    for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
-          ResizeMode::kRandomResizedCrop}) {
-      const auto hwc = Decode(jpeg, 64, 64, mode, Layout::kHWC, /*seed=*/7);
-      ASSERT_TRUE(hwc.ok()) << hwc.status();
-      const auto chw = Decode(jpeg, 64, 64, mode, Layout::kCHW, /*seed=*/7);
-      ASSERT_TRUE(chw.ok()) << chw.status();
-      EXPECT_EQ(*chw, HwcToChw(*hwc));
+    for (const auto& hwc : DecodeInEveryMode(jpeg, 64, 64)) {
       // A photo, not a constant (e.g. gray-filled) image.
-      const auto [low, high] = std::minmax_element(hwc->begin(), hwc->end());
+      const auto [low, high] = std::minmax_element(hwc.begin(), hwc.end());
       EXPECT_GT(*high - *low, 50);
     }
     // A non-square output, up- and down-sampled.
@@ -460,16 +472,7 @@ TEST(DecodeImageTest, DecodesEveryPng) {
   EXPECT_GE(pngs.size(), 4u);
   for (const fs::path& path : pngs) {
     SCOPED_TRACE(path.filename().string());
-    const std::string png = ReadFile(path);
-    for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
-          ResizeMode::kRandomResizedCrop}) {
-      const auto hwc = Decode(png, 64, 48, mode, Layout::kHWC, /*seed=*/7);
-      ASSERT_TRUE(hwc.ok()) << hwc.status();
-      const auto chw = Decode(png, 64, 48, mode, Layout::kCHW, /*seed=*/7);
-      ASSERT_TRUE(chw.ok()) << chw.status();
-      EXPECT_EQ(*chw, HwcToChw(*hwc));
-    }
+    DecodeInEveryMode(ReadFile(path), 64, 48);
   }
 }
 

@@ -7,17 +7,11 @@
 
 namespace shardloader {
 
-absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
-    const std::string& uri, const SourceOptions& options) {
+absl::StatusOr<std::string> LocalPathOf(const std::string& uri) {
   constexpr absl::string_view kFileScheme = "file://";
-  if (absl::StartsWith(uri, kFileScheme)) {
-    return LocalFileSource::Open(uri.substr(kFileScheme.size()),
-                                 options.block_size_bytes);
-  }
+  if (absl::StartsWith(uri, kFileScheme)) return uri.substr(kFileScheme.size());
   const size_t scheme_end = uri.find("://");
-  if (scheme_end == std::string::npos) {
-    return LocalFileSource::Open(uri, options.block_size_bytes);
-  }
+  if (scheme_end == std::string::npos) return uri;
   const std::string scheme = uri.substr(0, scheme_end);
   if (scheme == "http" || scheme == "https" || scheme == "s3") {
     return WithContext(absl::UnimplementedError(absl::StrCat(
@@ -27,6 +21,12 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
   return WithContext(
       absl::InvalidArgumentError(absl::StrCat("unknown URI scheme '", scheme, "'")),
       {.uri = uri});
+}
+
+absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
+    const std::string& uri, const SourceOptions& options) {
+  SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
+  return LocalFileSource::Open(path, options.block_size_bytes);
 }
 
 }  // namespace shardloader

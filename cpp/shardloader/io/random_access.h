@@ -1,0 +1,56 @@
+// RandomAccessSource: positional reads of one shard's bytes.
+//
+// The loader reads samples through a shard's sample index (format/
+// shard_index.h): each read names a byte range, so ranks and resumed jobs read
+// only the samples they are dealt. Local files use pread(2); remote backends
+// use ranged requests. Pipes and FIFOs cannot seek: they are read once, whole,
+// into memory (up to `max_unseekable_bytes`).
+//
+// Ownership: shared; the source stays open while anyone holds it.
+// Thread-safety: ReadAt() may be called from many threads at once.
+#ifndef SHARDLOADER_IO_RANDOM_ACCESS_H_
+#define SHARDLOADER_IO_RANDOM_ACCESS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "shardloader/io/byte_source.h"
+#include "shardloader/io/open_source.h"
+
+namespace shardloader {
+
+class RandomAccessSource {
+ public:
+  virtual ~RandomAccessSource() = default;
+
+  // The URI or path, for error messages.
+  virtual const std::string& uri() const = 0;
+
+  // Size of the shard in bytes.
+  virtual int64_t size() const = 0;
+
+  // Reads exactly `size` bytes starting at byte `offset` into `dst`.
+  // Errors: DataLoss ("unexpected end of data") if the range passes the end;
+  // the backend's I/O errors; each with the URI and offset.
+  virtual absl::Status ReadAt(int64_t offset, size_t size, char* dst) const = 0;
+};
+
+// Opens `uri` for positional reads (local paths and file:// URIs; remote
+// schemes through their backends). Errors: as OpenSource(), and
+// ResourceExhausted for a pipe longer than `options.max_unseekable_bytes`.
+absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
+    const std::string& uri, const SourceOptions& options = {});
+
+// A forward-only ByteSource over a RandomAccessSource (for scanning a shard
+// that is already open for positional reads). Reads `block_size_bytes` at a
+// time; skips are free.
+std::unique_ptr<ByteSource> StreamOf(std::shared_ptr<RandomAccessSource> source,
+                                     size_t block_size_bytes = size_t{1} << 20);
+
+}  // namespace shardloader
+
+#endif  // SHARDLOADER_IO_RANDOM_ACCESS_H_

@@ -64,7 +64,7 @@ void RegisterLoader(py::module_& m) {
       .def_readwrite("num_io_threads", &LoaderOptions::num_io_threads)
       .def_readwrite("prefetch_shards", &LoaderOptions::prefetch_shards)
       .def_readwrite("prefetch_batches", &LoaderOptions::prefetch_batches)
-      .def_readwrite("block_size_bytes", &LoaderOptions::block_size_bytes)
+      .def_readwrite("source", &LoaderOptions::source)
       .def_readwrite("pin_memory", &LoaderOptions::pin_memory);
 
   auto seconds = [](absl::Duration LoaderStats::*member) {

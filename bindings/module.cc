@@ -7,11 +7,13 @@ namespace shardloader::bindings {
 void RegisterFields(pybind11::module_& m);
 void RegisterLoader(pybind11::module_& m);
 void RegisterShards(pybind11::module_& m);
+void RegisterSource(pybind11::module_& m);
 void RegisterWriter(pybind11::module_& m);
 }  // namespace shardloader::bindings
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "shardloader's C++ engine (use the shardloader package instead)";
+  shardloader::bindings::RegisterSource(m);
   shardloader::bindings::RegisterFields(m);
   shardloader::bindings::RegisterLoader(m);
   shardloader::bindings::RegisterShards(m);

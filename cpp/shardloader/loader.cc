@@ -169,7 +169,7 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
         .num_io_threads = options_.num_io_threads,
         .prefetch_shards = options_.prefetch_shards,
         .prefetch_batches = options_.prefetch_batches,
-        .source = {.block_size_bytes = options_.block_size_bytes},
+        .source = options_.source,
         .stats = engine_->stats,
     };
     for (size_t index : indices) {
@@ -266,7 +266,7 @@ absl::StatusOr<int64_t> Loader::NumSamples() {
     // Reads headers only; no lock is held across the I/O.
     SL_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source,
                         OpenSource(shards_[index],
-                                   {.block_size_bytes = options_.block_size_bytes}));
+                                   options_.source));
     SampleReader reader(std::move(source), std::vector<std::string>{});
     int64_t count = 0;
     Sample sample;

@@ -38,6 +38,7 @@
 #include "absl/time/time.h"
 #include "shardloader/batch.h"
 #include "shardloader/decode/field.h"
+#include "shardloader/io/open_source.h"
 #include "shardloader/plan/epoch_plan.h"
 #include "shardloader/stats.h"
 
@@ -71,7 +72,8 @@ struct LoaderOptions {
   int num_io_threads = 2;          // shards read concurrently
   int prefetch_shards = 2;         // shards read ahead of the current one
   size_t prefetch_batches = 2;     // batches assembled ahead of the consumer
-  size_t block_size_bytes = size_t{1} << 20;  // local read size
+  // How shards are opened and read (read sizes; remote storage settings).
+  SourceOptions source;
   // Page-lock batch memory with CUDA when a CUDA runtime and device are
   // present (Batch::pinned() tells); ordinary memory otherwise.
   bool pin_memory = true;

@@ -59,18 +59,17 @@ void ShardIndex::AddMember(absl::string_view extension, int64_t offset,
   if (header_offsets_.back() < 0) header_offsets_.back() = offset - kBlockSize;
 }
 
-absl::StatusOr<ShardIndex> ScanShardIndex(std::unique_ptr<ByteSource> shard) {
+absl::Status ScanShardIndex(std::unique_ptr<ByteSource> shard, ShardIndex* index) {
   SampleReader reader(std::move(shard), std::vector<std::string>{});
-  ShardIndex index;
   Sample sample;
   while (true) {
     SL_ASSIGN_OR_RETURN(const bool read, reader.Next(&sample));
-    if (!read) return index;
-    index.AddSample(sample.key);
+    if (!read) return absl::OkStatus();
+    index->AddSample(sample.key);
     for (const SampleField& field : sample.fields) {
-      index.AddMember(field.extension, field.offset, field.size);
+      index->AddMember(field.extension, field.offset, field.size);
     }
-    index.SetHeaderOffset(sample.offset);
+    index->SetHeaderOffset(sample.offset);
   }
 }
 

@@ -65,9 +65,10 @@ class ShardIndex {
   std::vector<std::string> extensions_;  // distinct extensions
 };
 
-// Builds the index by reading the shard's headers (the data is skipped).
-// Errors: those of SampleReader (DataLoss naming shard, offset and key).
-absl::StatusOr<ShardIndex> ScanShardIndex(std::unique_ptr<ByteSource> shard);
+// Builds the index by reading the shard's headers (the data is skipped) into
+// `*index`. Errors: those of SampleReader (DataLoss naming shard, offset and
+// key); `*index` then holds the samples before the error.
+absl::Status ScanShardIndex(std::unique_ptr<ByteSource> shard, ShardIndex* index);
 
 // Parses a DALI WebDataset index (v1.1 or v1.2). Errors: DataLoss naming
 // `uri` and the line for malformed text or a sample count that disagrees.

@@ -46,6 +46,28 @@ using LoaderHolder = std::unique_ptr<Loader, GilReleasingDelete>;
 }  // namespace
 
 void RegisterLoader(py::module_& m) {
+  py::enum_<Remainder>(m, "Remainder")
+      .value("PAD", Remainder::kPad)
+      .value("DROP", Remainder::kDrop);
+  py::enum_<OnError>(m, "OnError")
+      .value("RAISE", OnError::kRaise)
+      .value("SKIP", OnError::kSkip);
+
+  py::class_<LoaderState>(m, "LoaderState")
+      .def(py::init<>())
+      .def_readwrite("epoch", &LoaderState::epoch)
+      .def_readwrite("position", &LoaderState::position)
+      .def_readwrite("num_samples", &LoaderState::num_samples)
+      .def_readwrite("seed", &LoaderState::seed)
+      .def_readwrite("shuffle", &LoaderState::shuffle)
+      .def_readwrite("window_shards", &LoaderState::window_shards);
+
+  py::class_<SkippedSample>(m, "SkippedSample")
+      .def_readonly("uri", &SkippedSample::uri)
+      .def_readonly("offset", &SkippedSample::offset)
+      .def_readonly("key", &SkippedSample::key)
+      .def_readonly("error", &SkippedSample::error);
+
   py::class_<LoaderOptions>(m, "LoaderOptions")
       .def(py::init<>())
       .def_readwrite("shards", &LoaderOptions::shards)
@@ -55,14 +77,17 @@ void RegisterLoader(py::module_& m) {
       .def_readwrite("shuffle", &LoaderOptions::shuffle)
       .def_readwrite("seed", &LoaderOptions::seed)
       .def_readwrite("epoch", &LoaderOptions::epoch)
-      .def_readwrite("shuffle_buffer_size", &LoaderOptions::shuffle_buffer_size)
+      .def_readwrite("window_shards", &LoaderOptions::window_shards)
+      .def_readwrite("remainder", &LoaderOptions::remainder)
+      .def_readwrite("on_error", &LoaderOptions::on_error)
+      .def_readwrite("max_errors", &LoaderOptions::max_errors)
+      .def_readwrite("max_error_fraction", &LoaderOptions::max_error_fraction)
       .def_readwrite("rank", &LoaderOptions::rank)
       .def_readwrite("world_size", &LoaderOptions::world_size)
       .def_readwrite("worker", &LoaderOptions::worker)
       .def_readwrite("num_workers", &LoaderOptions::num_workers)
       .def_readwrite("num_threads", &LoaderOptions::num_threads)
       .def_readwrite("num_io_threads", &LoaderOptions::num_io_threads)
-      .def_readwrite("prefetch_shards", &LoaderOptions::prefetch_shards)
       .def_readwrite("prefetch_batches", &LoaderOptions::prefetch_batches)
       .def_readwrite("source", &LoaderOptions::source)
       .def_readwrite("pin_memory", &LoaderOptions::pin_memory);
@@ -77,6 +102,8 @@ void RegisterLoader(py::module_& m) {
       .def_readonly("num_batches", &LoaderStats::num_batches)
       .def_readonly("num_samples_decoded", &LoaderStats::num_samples_decoded)
       .def_readonly("num_errors", &LoaderStats::num_errors)
+      .def_readonly("num_skipped", &LoaderStats::num_skipped)
+      .def_readonly("skipped", &LoaderStats::skipped)
       .def_property_readonly("read_busy_s", seconds(&LoaderStats::read_busy))
       .def_property_readonly("decode_busy_s", seconds(&LoaderStats::decode_busy))
       .def_property_readonly("consumer_wait_s", seconds(&LoaderStats::consumer_wait))
@@ -104,6 +131,15 @@ void RegisterLoader(py::module_& m) {
            [](Loader& loader) {
              return WithoutGil([&] { return loader.NumBatches(); });
            })
+      .def("state",
+           [](Loader& loader) {
+             return WithoutGil([&] { return loader.State(); });
+           })
+      .def("resume",
+           [](Loader& loader, const LoaderState& state) {
+             WithoutGil([&] { return loader.Resume(state); });
+           },
+           py::arg("state"))
       .def("stats", &Loader::Stats)
       .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("shards", &Loader::shards)

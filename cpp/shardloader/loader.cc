@@ -158,21 +158,9 @@ absl::Status Loader::CheckUsable() const {
 }
 
 absl::StatusOr<std::vector<int64_t>> Loader::Counts() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (counts_.has_value()) return *counts_;
-  }
-  // Counting reads index files or shard headers: no lock is held across it.
-  SL_ASSIGN_OR_RETURN(std::vector<int64_t> counts, engine_->dataset->Counts());
-  absl::MutexLock lock(&mu_);
-  if (!counts_.has_value()) {
-    // Shards read only up to their damage count as skipped, once.
-    for (const absl::Status& damage : engine_->dataset->damaged()) {
-      engine_->stats->RecordSkip(damage);
-    }
-    counts_ = std::move(counts);
-  }
-  return *counts_;
+  // Counting reads index files or shard headers (once; the dataset keeps
+  // the counts): no lock is held across it.
+  return engine_->dataset->Counts();
 }
 
 absl::StatusOr<RankSchedule> Loader::Schedule() {
@@ -194,38 +182,29 @@ absl::StatusOr<RankSchedule> Loader::Schedule(int64_t num_samples) const {
 }
 
 absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
-  {
-    absl::MutexLock lock(&mu_);
-    SL_RETURN_IF_ERROR(CheckUsable());
-    if (engine_->pipeline != nullptr) return engine_->pipeline;
-  }
-  SL_ASSIGN_OR_RETURN(std::vector<int64_t> counts, Counts());
   absl::MutexLock lock(&mu_);
   SL_RETURN_IF_ERROR(CheckUsable());
   if (engine_->pipeline != nullptr) return engine_->pipeline;
-  SL_ASSIGN_OR_RETURN(RankSchedule schedule, Schedule(TotalSamples(counts)));
-  int64_t reader_samples = 0;
-  for (int64_t j = 0; j < schedule.num_batches(); ++j) {
-    reader_samples += schedule.Batch(j).size;
-  }
   resumed_ = false;
   engine_->pipeline = std::make_shared<Pipeline>(
       internal_pipeline::PipelineConfig{
           .dataset = engine_->dataset,
-          .counts = std::move(counts),
           .order = {.seed = options_.seed,
                     .epoch = epoch_,
                     .shuffle = options_.shuffle,
                     .window_shards = options_.window_shards},
-          .schedule = schedule,
+          .schedule = {.start = start_,
+                       .rank = *options_.rank,
+                       .world_size = *options_.world_size,
+                       .worker = options_.worker,
+                       .num_workers = options_.num_workers,
+                       .batch_size = options_.batch_size,
+                       .drop_last = options_.drop_last,
+                       .remainder = options_.remainder},
           .fields = options_.fields,
-          .bad_samples = {.skip = options_.on_error == OnError::kSkip,
-                          .max_skips = std::max<int64_t>(
-                              options_.max_errors,
-                              static_cast<int64_t>(options_.max_error_fraction *
-                                                   reader_samples)),
-                          .seed = options_.seed,
-                          .epoch = epoch_},
+          .skip_bad_samples = options_.on_error == OnError::kSkip,
+          .max_errors = options_.max_errors,
+          .max_error_fraction = options_.max_error_fraction,
           .num_io_threads = options_.num_io_threads,
           .prefetch_batches = options_.prefetch_batches,
           .stats = engine_->stats,

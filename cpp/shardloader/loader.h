@@ -175,7 +175,7 @@ class Loader {
  private:
   class Engine;
   Loader(LoaderOptions options, std::vector<std::string> shards);
-  // The sample counts of every shard, counted once.
+  // The sample counts of every shard (counted once, by the dataset).
   absl::StatusOr<std::vector<int64_t>> Counts() ABSL_LOCKS_EXCLUDED(mu_);
   // This reader's schedule for the current epoch and start (counting the
   // samples first if need be).
@@ -200,7 +200,6 @@ class Loader {
   bool resumed_ ABSL_GUARDED_BY(mu_) = false;  // start_ came from Resume()
   int64_t batches_yielded_ ABSL_GUARDED_BY(mu_) = 0;  // by Next() since start_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<std::vector<int64_t>> counts_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shardloader

@@ -186,9 +186,14 @@ def _read_until(fd: int, marker: bytes, deadline: float) -> bytes:
 @pytest.mark.parametrize("layout", ["first_shard_blocks", "second_shard_blocks"])
 def test_ctrl_c_stops_a_blocked_iteration(keyed_shards, tmp_path, layout):
     """A shard on a FIFO that nobody writes blocks the read forever: SIGINT
-    must still raise KeyboardInterrupt and let the process exit."""
+    must still raise KeyboardInterrupt and let the process exit. The loader
+    counts every shard's samples before the first batch, so in the second
+    layout the FIFO has an index file: it is counted from that, and its
+    sample read blocks after the first shard's batches."""
     fifo = tmp_path / "never-written-000.tar"
     os.mkfifo(fifo)
+    if layout == "second_shard_blocks":
+        (tmp_path / "never-written-000.idx").write_text("v1.2 1\ncls 512 1 k.cls\n")
     shards = [str(fifo)] if layout == "first_shard_blocks" else [keyed_shards[0], str(fifo)]
     proc = subprocess.Popen([sys.executable, "-c", SIGINT_SCRIPT, *shards],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -43,6 +43,10 @@ Dataset::Dataset(std::vector<std::string> shards, DatasetOptions options)
 }
 
 absl::StatusOr<std::vector<int64_t>> Dataset::Counts() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (counts_.has_value()) return *counts_;
+  }
   std::vector<absl::StatusOr<int64_t>> counts(shards_.size(), int64_t{0});
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -62,12 +66,9 @@ absl::StatusOr<std::vector<int64_t>> Dataset::Counts() {
     SL_RETURN_IF_ERROR(count.status());
     out.push_back(*count);
   }
-  return out;
-}
-
-std::vector<absl::Status> Dataset::damaged() const {
   absl::MutexLock lock(&mu_);
-  return damaged_;
+  counts_ = out;
+  return out;
 }
 
 absl::StatusOr<int64_t> Dataset::Count(int64_t shard) {
@@ -110,7 +111,7 @@ absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Scan(int64_t shard) {
   absl::MutexLock lock(&mu_);
   if (!status.ok()) {
     if (!options_.keep_readable_prefix || absl::IsNotFound(status)) return status;
-    damaged_.push_back(status);
+    options_.stats->RecordSkip(status);
   }
   state_[shard].index = index;
   return index;

@@ -10,7 +10,7 @@
 //
 // A shard whose scan fails part-way (a damaged member header) is an error;
 // with `keep_readable_prefix` its samples before the damage are used
-// instead, and the error is listed by damaged().
+// instead, and the error is recorded once in the stats as a skip.
 //
 // Ownership: shared by the loader and its pipelines. Thread-safety:
 // thread-safe.
@@ -55,9 +55,6 @@ class Dataset {
   // or shard), ... naming it.
   absl::StatusOr<std::vector<int64_t>> Counts() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Errors of shards read only up to their damage (keep_readable_prefix).
-  std::vector<absl::Status> damaged() const ABSL_LOCKS_EXCLUDED(mu_);
-
   // Reads sample `ref` into `*out` (members with extensions in `wanted`;
   // see ReadIndexedSample) and sets its shard and shard index.
   absl::Status Read(SampleRef ref, absl::Span<const std::string> wanted,
@@ -92,7 +89,7 @@ class Dataset {
   std::vector<Shard> state_ ABSL_GUARDED_BY(mu_);
   std::vector<OpenShard> open_ ABSL_GUARDED_BY(mu_);
   uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<absl::Status> damaged_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::vector<int64_t>> counts_ ABSL_GUARDED_BY(mu_);  // all
 };
 
 }  // namespace shardloader::internal_pipeline

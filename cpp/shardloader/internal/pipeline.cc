@@ -26,17 +26,7 @@ Pipeline::Pipeline(PipelineConfig config,
       pool_(std::move(pool)),
       arena_(arena),
       sample_pool_(std::make_shared<SamplePool>(static_cast<size_t>(
-          std::max<int64_t>(2 * config_.schedule.Batch(0).size, 256)))),
-      bad_samples_(config_.bad_samples, config_.dataset, config_.counts,
-                   WantedExtensions(config_.fields), config_.stats),
-      readers_({.dataset = config_.dataset,
-                .counts = config_.counts,
-                .order = config_.order,
-                .schedule = config_.schedule,
-                .wanted_extensions = WantedExtensions(config_.fields),
-                .num_threads = config_.num_io_threads,
-                .lookahead = config_.prefetch_batches + 1,
-                .sample_pool = sample_pool_}),
+          std::max<int64_t>(2 * config_.schedule.batch_size, 256)))),
       ready_(config_.prefetch_batches),
       assembler_([this] { Assemble(); }) {}
 
@@ -46,8 +36,82 @@ Pipeline::~Pipeline() {
 }
 
 void Pipeline::Stop() {
-  readers_.Stop();
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    if (readers_ != nullptr) readers_->Stop();
+  }
   ready_.Close();
+}
+
+bool Pipeline::Start() {
+  // Counting may block in a read that never returns (a FIFO without a
+  // writer, a hung mount): it runs on a detached thread, and Stop() wakes
+  // the wait.
+  struct Counting {
+    absl::Mutex mu;
+    std::optional<absl::StatusOr<std::vector<int64_t>>> result ABSL_GUARDED_BY(mu);
+  };
+  auto counting = std::make_shared<Counting>();
+  std::thread([counting, dataset = config_.dataset] {
+    absl::StatusOr<std::vector<int64_t>> result = dataset->Counts();
+    absl::MutexLock lock(&counting->mu);
+    counting->result = std::move(result);
+  }).detach();
+  absl::StatusOr<std::vector<int64_t>> counts;
+  {
+    absl::MutexLock lock(&mu_);
+    while (true) {
+      {
+        absl::MutexLock result_lock(&counting->mu);
+        if (counting->result.has_value()) {
+          counts = *std::move(counting->result);
+          break;
+        }
+      }
+      if (stopped_) return false;
+      mu_.AwaitWithTimeout(absl::Condition(&stopped_), absl::Milliseconds(10));
+    }
+  }
+  if (!counts.ok()) {
+    Fail(counts.status());
+    return false;
+  }
+  ScheduleOptions options = config_.schedule;
+  options.num_samples = 0;
+  for (int64_t count : *counts) options.num_samples += count;
+  options.start = std::min(options.start, options.num_samples);
+  absl::StatusOr<RankSchedule> schedule = RankSchedule::Create(options);
+  if (!schedule.ok()) {
+    Fail(schedule.status());
+    return false;
+  }
+  int64_t reader_samples = 0;
+  for (int64_t j = 0; j < schedule->num_batches(); ++j) {
+    reader_samples += schedule->Batch(j).size;
+  }
+  const std::vector<std::string> wanted = WantedExtensions(config_.fields);
+  bad_samples_ = std::make_unique<BadSamples>(
+      BadSampleOptions{
+          .skip = config_.skip_bad_samples,
+          .max_skips = std::max<int64_t>(
+              config_.max_errors,
+              static_cast<int64_t>(config_.max_error_fraction * reader_samples)),
+          .seed = config_.order.seed,
+          .epoch = config_.order.epoch},
+      config_.dataset, *counts, wanted, config_.stats);
+  absl::MutexLock lock(&mu_);
+  if (stopped_) return false;
+  readers_ = std::make_unique<BatchReaders>(BatchReadersConfig{
+      .dataset = config_.dataset,
+      .counts = *std::move(counts),
+      .order = config_.order,
+      .schedule = *schedule,
+      .wanted_extensions = wanted,
+      .num_threads = config_.num_io_threads,
+      .lookahead = config_.prefetch_batches + 1,
+      .sample_pool = sample_pool_});
+  return true;
 }
 
 absl::StatusOr<std::optional<Batch>> Pipeline::Next() {
@@ -69,8 +133,17 @@ void Pipeline::Fail(absl::Status error) {
 
 void Pipeline::Assemble() {
   using internal_stats::StatsCounters;
-  for (int64_t j = 0; j < readers_.num_batches(); ++j) {
-    std::optional<ReadBatch> read = readers_.Pop(j);
+  if (!Start()) {
+    ready_.Close();
+    return;
+  }
+  BatchReaders* readers = nullptr;
+  {
+    absl::MutexLock lock(&mu_);
+    readers = readers_.get();  // lives as long as this pipeline
+  }
+  for (int64_t j = 0; j < readers->num_batches(); ++j) {
+    std::optional<ReadBatch> read = readers->Pop(j);
     if (!read.has_value()) break;  // stopped
     absl::StatusOr<Batch> batch;
     {
@@ -80,7 +153,7 @@ void Pipeline::Assemble() {
           pool_->Acquire(), *arena_,
           {.seed = config_.order.seed, .epoch = config_.order.epoch},
           [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
-            return bad_samples_.Replace(read->positions[row], error, tries, sample);
+            return bad_samples_->Replace(read->positions[row], error, tries, sample);
           });
     }
     if (!batch.ok()) {

@@ -5,10 +5,13 @@
 //    read batches     batch slot; bad samples raised
 //    ahead)           or replaced)
 //
-// The reader's batches are the positions its RankSchedule deals it from the
-// epoch's EpochOrder; the assembler takes them strictly in order, so the
-// batches depend only on the plan, never on timing. The first error ends the
-// epoch: it is handed to the consumer after the batches before it.
+// The assembler thread first counts the dataset's samples (which may read
+// index files or shard headers, so the consumer is never blocked outside
+// Next() and WaitReady()), then starts the readers. The reader's batches
+// are the positions its RankSchedule deals it from the epoch's EpochOrder;
+// the assembler takes them strictly in order, so the batches depend only on
+// the plan, never on timing. The first error ends the epoch: it is handed to
+// the consumer after the batches before it.
 //
 // Ownership: owns its threads; Stop() or destruction ends them (and joins the
 // assembler). Thread-safety: thread-safe.
@@ -21,7 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/batch.h"
@@ -39,11 +44,12 @@ namespace shardloader::internal_pipeline {
 
 struct PipelineConfig {
   std::shared_ptr<Dataset> dataset;  // not null
-  std::vector<int64_t> counts;       // samples per shard
   OrderOptions order;
-  RankSchedule schedule;
+  ScheduleOptions schedule;  // num_samples is filled in from the dataset
   std::vector<FieldSpec> fields;
-  BadSampleOptions bad_samples;
+  bool skip_bad_samples = false;
+  int64_t max_errors = 0;           // skips allowed per epoch: the larger of
+  double max_error_fraction = 0.0;  // these two (a fraction of the reader's)
   int num_io_threads = 2;
   size_t prefetch_batches = 2;  // assembled batches waiting for the consumer
   std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
@@ -71,6 +77,8 @@ class Pipeline {
 
  private:
   void Assemble();
+  // Counts the samples and starts the readers; false if stopped or failed.
+  bool Start();
   // Hands `error` to the consumer and ends the epoch.
   void Fail(absl::Status error);
 
@@ -78,9 +86,12 @@ class Pipeline {
   std::shared_ptr<internal_batch::BatchPool> pool_;
   tbb::task_arena* arena_;
   std::shared_ptr<SamplePool> sample_pool_;
-  BadSamples bad_samples_;
-  BatchReaders readers_;
   BoundedQueue<absl::StatusOr<Batch>> ready_;
+  // Set up by Start() on the assembler thread.
+  std::unique_ptr<BadSamples> bad_samples_;
+  absl::Mutex mu_;
+  std::unique_ptr<BatchReaders> readers_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::thread assembler_;
 };
 

@@ -65,7 +65,7 @@ def test_different_seed_different_order_same_samples(keyed_shards):
 
 
 def test_shuffle_actually_shuffles_within_shards(keyed_shards):
-    keys = loader_keys(keyed_loader(keyed_shards[:1], seed=5, shuffle_buffer_size=100))
+    keys = loader_keys(keyed_loader(keyed_shards[:1], seed=5))
     assert sorted(keys) == [f"k{i:04d}" for i in range(25)]
     assert keys != sorted(keys)
 
@@ -106,7 +106,7 @@ def test_thread_count_does_not_change_batches(jpeg_shards):
 
     def run(num_threads):
         return batches_of(sl.Loader(jpeg_shards, fields=fields, batch_size=12, seed=9,
-                                    shuffle_buffer_size=50, num_threads=num_threads))
+                                    window_shards=2, num_threads=num_threads))
 
     one, two = run(1), run(2)
     assert_same_batches(one, two)
@@ -132,19 +132,26 @@ def test_len_equals_batches_yielded(keyed_shards, drop_last, batch_size):
 
 @pytest.mark.parametrize("world_size", [2, 3])
 def test_ranks_split_disjoint_and_complete(keyed_shards, world_size):
-    per_rank = []
-    for rank in range(world_size):
-        loader = keyed_loader(keyed_shards, rank=rank, world_size=world_size, seed=4)
-        assert (loader.rank, loader.world_size) == (rank, world_size)
-        keys = loader_keys(loader)
-        assert len(loader) == -(-len(keys) // 16)
-        assert len(keys) == loader.num_samples()
-        assert len(keys) == len(set(keys))
-        per_rank.append(set(keys))
-    counts = collections.Counter(k for keys in per_rank for k in keys)
-    assert all(n == 1 for n in counts.values()), "a sample went to two ranks"
-    assert set(counts) == {f"k{i:04d}" for i in range(200)}
-    assert all(per_rank), "a rank got no samples"
+    padded = -(-200 // world_size) * world_size
+    for remainder, expected in (("pad", padded), ("drop", 200 // world_size * world_size)):
+        per_rank = []
+        for rank in range(world_size):
+            loader = keyed_loader(keyed_shards, rank=rank, world_size=world_size, seed=4,
+                                  remainder=remainder)
+            assert (loader.rank, loader.world_size) == (rank, world_size)
+            keys = loader_keys(loader)
+            assert len(keys) == loader.num_samples() == expected // world_size
+            assert len(loader) == -(-len(keys) // 16)
+            per_rank.append(keys)
+        counts = collections.Counter(k for keys in per_rank for k in keys)
+        assert sum(counts.values()) == expected
+        if remainder == "pad":
+            # Every sample once; the padding repeats the epoch's first few.
+            assert set(counts) == {f"k{i:04d}" for i in range(200)}
+            assert sum(n - 1 for n in counts.values()) == padded - 200
+        else:
+            assert all(n == 1 for n in counts.values()), "a sample went to two ranks"
+        assert all(per_rank), "a rank got no samples"
 
 
 def test_rank_split_ranks_agree_on_the_shuffle(keyed_shards):

@@ -20,7 +20,7 @@ def test_resident_memory_stays_flat_over_ten_epochs(cifar_dir):
     epochs over the 10,000 CIFAR samples add (almost) nothing."""
     loader = sl.Loader(str(cifar_dir / "shards"),
                        fields={"image": sl.Image("jpg", size=32), "label": sl.Int("cls")},
-                       batch_size=256, shuffle=True, shuffle_buffer_size=2000)
+                       batch_size=256, shuffle=True)
     checksum = 0
     rss = []
     for epoch in range(10):

@@ -133,8 +133,9 @@ def test_gnu_tar_extracts_the_same_bytes(packed, tmp_path):
 
 def test_no_temporary_files_remain(packed):
     left = sorted(os.listdir(packed.out_dir))
-    expected = sorted([os.path.basename(s) for s in packed.shards] + ["index.json"])
-    assert left == expected
+    shards = [os.path.basename(s) for s in packed.shards]
+    indexes = [s[:-len(".tar")] + ".idx" for s in shards]  # sample indexes
+    assert left == sorted(shards + indexes + ["index.json"])
 
 
 def test_cli_and_function_write_identical_shards(source_tree, tmp_path):
@@ -196,7 +197,8 @@ def test_shard_writer_round_trip_numbering_and_info(tmp_path, pattern, first):
         assert got["cls"] == str(sample["cls"]).encode()
         assert got["txt"] == sample["txt"].encode()
         assert got["bin"] == sample["bin"]
-    assert sorted(os.listdir(tmp_path)) == sorted(names + ["index.json"])
+    indexes = [n[:-len(".tar")] + ".idx" for n in names]
+    assert sorted(os.listdir(tmp_path)) == sorted(names + indexes + ["index.json"])
 
 
 def test_shard_writer_accepts_long_keys(tmp_path):

@@ -99,8 +99,10 @@ absl::StatusOr<std::shared_ptr<const S3Client>> S3Client::Create(
 std::string S3Client::CanonicalUri(const S3Location& location) const {
   const bool path_style = path_style_ || absl::StrContains(location.bucket, '.');
   const std::string key = UriEncode(location.key, /*keep_slash=*/true);
-  return path_style ? absl::StrCat("/", location.bucket, "/", key)
-                    : absl::StrCat("/", key);
+  if (!path_style) return absl::StrCat("/", key);
+  // The bucket itself is "/bucket", as the SDKs send it.
+  return key.empty() ? absl::StrCat("/", location.bucket)
+                     : absl::StrCat("/", location.bucket, "/", key);
 }
 
 std::string S3Client::Url(const S3Location& location, const std::string& query) const {

@@ -183,7 +183,8 @@ class FaultProxy:
                     if name.lower() not in ("connection", "keep-alive", "transfer-encoding",
                                             "content-length", "server", "date"):
                         self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
+                length = response.getheader("Content-Length") if self.command == "HEAD" else None
+                self.send_header("Content-Length", length or str(len(body)))
                 self.end_headers()
                 if self.command == "HEAD":
                     return

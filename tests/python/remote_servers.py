@@ -140,17 +140,20 @@ class FaultProxy:
     ``"500"``, ``"503"``, ``"429"``  answer with that status and no body;
     ``"stall"``  send the headers, then nothing for ``stall_s`` seconds;
     ``"ok"``   forward untouched.
-    Requests after the queue is empty are forwarded untouched. ``log`` holds
+    Requests after the queue is empty are forwarded untouched. Every request
+    first waits ``delay_s`` (per-request latency, as a distant server has).
+    ``log`` holds
     (method, path, Range header, fault) for every request; ``body_bytes`` the
     body bytes sent to clients.
     """
 
-    def __init__(self, upstream: str, stall_s: float = 5.0):
+    def __init__(self, upstream: str, stall_s: float = 5.0, delay_s: float = 0.0):
         self.upstream = upstream.removeprefix("http://")
         self.faults: collections.deque[str] = collections.deque()
         self.log: list[tuple[str, str, str | None, str]] = []
         self.body_bytes = 0
         self.stall_s = stall_s
+        self.delay_s = delay_s
         self._lock = threading.Lock()
         proxy = self
 
@@ -166,6 +169,8 @@ class FaultProxy:
                     proxy.log.append((self.command, self.path, self.headers.get("Range"), fault))
                 length = int(self.headers.get("Content-Length") or 0)
                 request_body = self.rfile.read(length) if length else None
+                if proxy.delay_s:
+                    time.sleep(proxy.delay_s)
                 if fault in ("500", "503", "429"):
                     self.send_response(int(fault))
                     self.send_header("Content-Length", "0")

@@ -418,3 +418,15 @@ def test_processes_sharing_a_cache_fetch_each_shard_once(proxy, shard_dir, tmp_p
     assert proxy.body_bytes == sum((shard_dir / n).stat().st_size for n in names)
     assert len(cached_files(cache)) == len(names)
     assert not list(cache.glob("*.tmp-*"))
+
+
+def test_resolve_shards_lists_an_s3_prefix_and_keeps_tar_files(moto, aws_env, monkeypatch):
+    moto.check_signatures(False)  # moto cannot check signed listings (boto3's fail too)
+    try:
+        moto.s3.put_object(Bucket=BUCKET, Key="train/index.json", Body=b"{}")
+        monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+        resolved = _core.resolve_shards([f"s3://{BUCKET}/train/"])
+    finally:
+        moto.s3.delete_object(Bucket=BUCKET, Key="train/index.json")
+        moto.check_signatures(True)
+    assert resolved == [f"s3://{BUCKET}/train/train-{i:06d}.tar" for i in range(NUM_SHARDS)]

@@ -8,12 +8,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "oneapi/tbb/task_arena.h"
-#include "shardloader/format/sample_reader.h"
 #include "shardloader/internal/batch_pool.h"
-#include "shardloader/internal/stats_counters.h"
+#include "shardloader/internal/dataset.h"
 #include "shardloader/internal/pipeline.h"
-#include "shardloader/io/open_source.h"
-#include "shardloader/plan/epoch_plan.h"
+#include "shardloader/internal/stats_counters.h"
 #include "shardloader/plan/shard_list.h"
 #include "shardloader/status.h"
 
@@ -43,6 +41,12 @@ absl::StatusOr<std::optional<int>> EnvInt(const char* name) {
   return value;
 }
 
+int64_t TotalSamples(const std::vector<int64_t>& counts) {
+  int64_t total = 0;
+  for (int64_t count : counts) total += count;
+  return total;
+}
+
 absl::Status Validate(const LoaderOptions& options) {
   if (options.fields.empty()) {
     return absl::InvalidArgumentError("fields: declare at least one field");
@@ -61,10 +65,15 @@ absl::Status Validate(const LoaderOptions& options) {
         absl::StrCat("batch_size must be positive, got ", options.batch_size));
   }
   if (options.num_threads < 0 || options.num_io_threads < 1 ||
-      options.prefetch_shards < 0 || options.prefetch_batches < 1) {
+      options.prefetch_batches < 1 || options.window_shards < 1) {
     return absl::InvalidArgumentError(
-        "num_threads must be >= 0, num_io_threads and prefetch_batches >= 1, "
-        "prefetch_shards >= 0");
+        "num_threads must be >= 0; num_io_threads, prefetch_batches and "
+        "window_shards >= 1");
+  }
+  if (options.max_errors < 0 || options.max_error_fraction < 0 ||
+      options.max_error_fraction > 1) {
+    return absl::InvalidArgumentError(
+        "max_errors must be >= 0 and max_error_fraction in [0, 1]");
   }
   return absl::OkStatus();
 }
@@ -74,14 +83,26 @@ absl::Status Validate(const LoaderOptions& options) {
 // What runs: the decode arena, the batch pool and the current epoch.
 class Loader::Engine {
  public:
-  Engine(int num_threads, size_t num_fields, size_t pool_capacity, bool pin)
-      : arena(num_threads),
-        pool(internal_batch::BatchPool::Create(num_fields, pool_capacity, pin)) {}
+  Engine(const LoaderOptions& options, std::vector<std::string> shards)
+      : arena(options.num_threads > 0 ? options.num_threads : AvailableCpus()),
+        pool(internal_batch::BatchPool::Create(options.fields.size(),
+                                               options.prefetch_batches + 2,
+                                               options.pin_memory)),
+        dataset(std::make_shared<internal_pipeline::Dataset>(
+            std::move(shards),
+            internal_pipeline::DatasetOptions{
+                .source = options.source,
+                .num_io_threads = options.num_io_threads,
+                .max_open_shards = static_cast<size_t>(
+                    std::clamp<int64_t>(2 * options.window_shards + 2, 8, 256)),
+                .keep_readable_prefix = options.on_error == OnError::kSkip,
+                .stats = stats})) {}
 
   tbb::task_arena arena;
   std::shared_ptr<internal_batch::BatchPool> pool;
   std::shared_ptr<internal_stats::StatsCounters> stats =
       std::make_shared<internal_stats::StatsCounters>();
+  std::shared_ptr<internal_pipeline::Dataset> dataset;
   std::shared_ptr<Pipeline> pipeline;  // guarded by Loader::mu_
 };
 
@@ -97,12 +118,12 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
   }
   SL_ASSIGN_OR_RETURN(std::vector<std::string> shards,
                       ResolveShards(options.shards));
-  // Fails early for a bad rank, worker or too few shards.
-  SL_RETURN_IF_ERROR(PlanShards(shards.size(),
-                                {.rank = *options.rank,
-                                 .world_size = *options.world_size,
-                                 .worker = options.worker,
-                                 .num_workers = options.num_workers})
+  // Fails early for a bad rank or worker.
+  SL_RETURN_IF_ERROR(RankSchedule::Create({.rank = *options.rank,
+                                           .world_size = *options.world_size,
+                                           .worker = options.worker,
+                                           .num_workers = options.num_workers,
+                                           .batch_size = options.batch_size})
                          .status());
   return std::unique_ptr<Loader>(
       new Loader(std::move(options), std::move(shards)));
@@ -110,14 +131,10 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
 
 Loader::Loader(LoaderOptions options, std::vector<std::string> shards)
     : options_(std::move(options)),
-      shards_(std::move(shards)),
+      shards_(shards),
       creator_pid_(::getpid()),
-      engine_(std::make_unique<Engine>(
-          options_.num_threads > 0 ? options_.num_threads : AvailableCpus(),
-          options_.fields.size(), options_.prefetch_batches + 2,
-          options_.pin_memory)),
-      epoch_(options_.epoch),
-      sample_counts_(shards_.size()) {}
+      engine_(std::make_unique<Engine>(options_, std::move(shards))),
+      epoch_(options_.epoch) {}
 
 Loader::~Loader() {
   if (::getpid() != creator_pid_) {
@@ -140,52 +157,95 @@ absl::Status Loader::CheckUsable() const {
   return absl::OkStatus();
 }
 
-ReaderPosition Loader::Position() const {
-  return {.seed = options_.seed,
-          .epoch = epoch_,
-          .rank = *options_.rank,
-          .world_size = *options_.world_size,
-          .worker = options_.worker,
-          .num_workers = options_.num_workers,
-          .shuffle = options_.shuffle};
+absl::StatusOr<std::vector<int64_t>> Loader::Counts() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (counts_.has_value()) return *counts_;
+  }
+  // Counting reads index files or shard headers: no lock is held across it.
+  SL_ASSIGN_OR_RETURN(std::vector<int64_t> counts, engine_->dataset->Counts());
+  absl::MutexLock lock(&mu_);
+  if (!counts_.has_value()) {
+    // Shards read only up to their damage count as skipped, once.
+    for (const absl::Status& damage : engine_->dataset->damaged()) {
+      engine_->stats->RecordSkip(damage);
+    }
+    counts_ = std::move(counts);
+  }
+  return *counts_;
 }
 
+absl::StatusOr<RankSchedule> Loader::Schedule() {
+  SL_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
+  absl::MutexLock lock(&mu_);
+  return Schedule(TotalSamples(counts));
+}
+
+absl::StatusOr<RankSchedule> Loader::Schedule(int64_t num_samples) const {
+  return RankSchedule::Create({.num_samples = num_samples,
+                               .start = std::min(start_, num_samples),
+                               .rank = *options_.rank,
+                               .world_size = *options_.world_size,
+                               .worker = options_.worker,
+                               .num_workers = options_.num_workers,
+                               .batch_size = options_.batch_size,
+                               .drop_last = options_.drop_last,
+                               .remainder = options_.remainder});
+}
 
 absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
+  {
+    absl::MutexLock lock(&mu_);
+    SL_RETURN_IF_ERROR(CheckUsable());
+    if (engine_->pipeline != nullptr) return engine_->pipeline;
+  }
+  SL_ASSIGN_OR_RETURN(std::vector<int64_t> counts, Counts());
   absl::MutexLock lock(&mu_);
   SL_RETURN_IF_ERROR(CheckUsable());
-  if (engine_->pipeline == nullptr) {
-    SL_ASSIGN_OR_RETURN(std::vector<size_t> indices,
-                        PlanShards(shards_.size(), Position()));
-    internal_pipeline::PipelineConfig config{
-        .shards = {},
-        .fields = options_.fields,
-        .batch_size = options_.batch_size,
-        .drop_last = options_.drop_last,
-        .shuffle_buffer_size = options_.shuffle ? options_.shuffle_buffer_size : 0,
-        .shuffle_seed = SampleShuffleSeed(Position()),
-        .seed = options_.seed,
-        .epoch = epoch_,
-        .num_io_threads = options_.num_io_threads,
-        .prefetch_shards = options_.prefetch_shards,
-        .prefetch_batches = options_.prefetch_batches,
-        .source = options_.source,
-        .stats = engine_->stats,
-    };
-    for (size_t index : indices) {
-      config.shards.push_back(shards_[index]);
-      config.shard_indices.push_back(static_cast<int64_t>(index));
-    }
-    engine_->pipeline = std::make_shared<Pipeline>(
-        std::move(config), engine_->pool, &engine_->arena);
+  if (engine_->pipeline != nullptr) return engine_->pipeline;
+  SL_ASSIGN_OR_RETURN(RankSchedule schedule, Schedule(TotalSamples(counts)));
+  int64_t reader_samples = 0;
+  for (int64_t j = 0; j < schedule.num_batches(); ++j) {
+    reader_samples += schedule.Batch(j).size;
   }
+  resumed_ = false;
+  engine_->pipeline = std::make_shared<Pipeline>(
+      internal_pipeline::PipelineConfig{
+          .dataset = engine_->dataset,
+          .counts = std::move(counts),
+          .order = {.seed = options_.seed,
+                    .epoch = epoch_,
+                    .shuffle = options_.shuffle,
+                    .window_shards = options_.window_shards},
+          .schedule = schedule,
+          .fields = options_.fields,
+          .bad_samples = {.skip = options_.on_error == OnError::kSkip,
+                          .max_skips = std::max<int64_t>(
+                              options_.max_errors,
+                              static_cast<int64_t>(options_.max_error_fraction *
+                                                   reader_samples)),
+                          .seed = options_.seed,
+                          .epoch = epoch_},
+          .num_io_threads = options_.num_io_threads,
+          .prefetch_batches = options_.prefetch_batches,
+          .stats = engine_->stats,
+      },
+      engine_->pool, &engine_->arena);
   return engine_->pipeline;
 }
 
 absl::StatusOr<std::optional<Batch>> Loader::Next() {
   SL_ASSIGN_OR_RETURN(std::shared_ptr<Pipeline> pipeline, StartedPipeline());
-  internal_stats::ScopedTimer timer(engine_->stats->consumer_wait_ns);
-  return pipeline->Next();  // waits without holding mu_
+  absl::StatusOr<std::optional<Batch>> batch;
+  {
+    internal_stats::ScopedTimer timer(engine_->stats->consumer_wait_ns);
+    batch = pipeline->Next();  // waits without holding mu_
+  }
+  if (batch.ok() && batch->has_value()) {
+    absl::MutexLock lock(&mu_);
+    if (engine_->pipeline == pipeline) ++batches_yielded_;
+  }
+  return batch;
 }
 
 bool Loader::WaitReady(absl::Duration timeout) {
@@ -207,6 +267,8 @@ LoaderStats Loader::Stats() const {
       .num_batches = load(c.num_batches),
       .num_samples_decoded = load(c.num_samples_decoded),
       .num_errors = load(c.num_errors),
+      .num_skipped = load(c.num_skipped),
+      .skipped = c.Skipped(),
       .read_busy = absl::Nanoseconds(load(c.read_busy_ns)),
       .decode_busy = absl::Nanoseconds(load(c.decode_busy_ns)),
       .consumer_wait = absl::Nanoseconds(load(c.consumer_wait_ns)),
@@ -219,17 +281,30 @@ LoaderStats Loader::Stats() const {
   return stats;
 }
 
-void Loader::SetEpoch(int64_t epoch) {
+void Loader::Reposition(int64_t epoch, int64_t start) {
   std::shared_ptr<Pipeline> old;
   {
     absl::MutexLock lock(&mu_);
     epoch_ = epoch;
+    start_ = start;
+    batches_yielded_ = 0;
     // After fork() the pipeline's threads live only in the parent.
     if (::getpid() != creator_pid_) return;
     old = std::move(engine_->pipeline);
   }
   if (old != nullptr) old->Stop();
   // `old` joins its threads when the last user lets go of it.
+}
+
+void Loader::SetEpoch(int64_t epoch) {
+  {
+    absl::MutexLock lock(&mu_);
+    // A resumed position survives the usual set_epoch() at the top of the
+    // resumed epoch.
+    if (resumed_ && epoch == epoch_) return;
+    resumed_ = false;
+  }
+  Reposition(epoch, 0);
 }
 
 void Loader::Restart() { SetEpoch(epoch()); }
@@ -244,49 +319,58 @@ void Loader::Close() {
     absl::MutexLock lock(&mu_);
     closed_ = true;
   }
-  SetEpoch(epoch());
+  Reposition(epoch(), 0);
+}
+
+absl::StatusOr<LoaderState> Loader::State() {
+  SL_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
+  absl::MutexLock lock(&mu_);
+  // This reader's batch j is rank batch worker + j * num_workers.
+  const int64_t rank_batches =
+      batches_yielded_ == 0
+          ? 0
+          : options_.worker + (batches_yielded_ - 1) * options_.num_workers + 1;
+  return LoaderState{.epoch = epoch_,
+                     .position = schedule.PositionAfter(rank_batches),
+                     .num_samples = schedule.options().num_samples,
+                     .seed = options_.seed,
+                     .shuffle = options_.shuffle,
+                     .window_shards = options_.window_shards};
+}
+
+absl::Status Loader::Resume(const LoaderState& state) {
+  SL_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
+  const int64_t num_samples = TotalSamples(counts);
+  if (state.num_samples != num_samples || state.seed != options_.seed ||
+      state.shuffle != options_.shuffle ||
+      (state.shuffle && state.window_shards != options_.window_shards)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this state belongs to another order: it was saved with ",
+        state.num_samples, " samples, seed ", state.seed, ", shuffle ",
+        state.shuffle, ", window_shards ", state.window_shards, "; this Loader has ",
+        num_samples, " samples, seed ", options_.seed, ", shuffle ",
+        options_.shuffle, ", window_shards ", options_.window_shards));
+  }
+  if (state.position < 0 || state.position > num_samples) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state position ", state.position, " is not in [0, ", num_samples, "]"));
+  }
+  Reposition(state.epoch, state.position);
+  absl::MutexLock lock(&mu_);
+  resumed_ = true;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> Loader::NumSamples() {
-  std::vector<size_t> indices;
-  {
-    absl::MutexLock lock(&mu_);
-    SL_ASSIGN_OR_RETURN(indices,
-                        PlanShards(shards_.size(), Position()));
-  }
-  int64_t total = 0;
-  for (size_t index : indices) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (sample_counts_[index].has_value()) {
-        total += *sample_counts_[index];
-        continue;
-      }
-    }
-    // Reads headers only; no lock is held across the I/O.
-    SL_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source,
-                        OpenSource(shards_[index],
-                                   options_.source));
-    SampleReader reader(std::move(source), std::vector<std::string>{});
-    int64_t count = 0;
-    Sample sample;
-    while (true) {
-      SL_ASSIGN_OR_RETURN(const bool read, reader.Next(&sample));
-      if (!read) break;
-      ++count;
-    }
-    absl::MutexLock lock(&mu_);
-    sample_counts_[index] = count;
-    total += count;
-  }
-  return total;
+  SL_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
+  int64_t mine = 0;
+  for (int64_t j = 0; j < schedule.num_batches(); ++j) mine += schedule.Batch(j).size;
+  return mine;
 }
 
 absl::StatusOr<int64_t> Loader::NumBatches() {
-  SL_ASSIGN_OR_RETURN(const int64_t num_samples, NumSamples());
-  const int64_t batch_size = options_.batch_size;
-  return options_.drop_last ? num_samples / batch_size
-                            : (num_samples + batch_size - 1) / batch_size;
+  SL_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
+  return schedule.num_batches();
 }
 
 }  // namespace shardloader

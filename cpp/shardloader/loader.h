@@ -1,14 +1,20 @@
 // Loader: streams batches of decoded samples from tar shards (WebDataset
 // convention) for training.
 //
-// A Loader resolves its shard specs once, then, for each epoch, reads this
-// reader's shards (split by rank and DataLoader worker) with its own I/O
-// threads, shuffles samples in a seeded shuffle buffer, decodes the declared
-// fields in its own TBB arena of `num_threads` threads, and assembles
-// batches into a reusable pool. The batch sequence is a pure function of
-// (shards, fields, seed, epoch, rank, world size, worker, number of workers,
-// batch size, shuffle buffer size): it does not depend on thread counts or
-// timing.
+// A Loader resolves its shard specs once and counts their samples (from the
+// shards' index files, or by reading their headers). Each epoch has one
+// global sample order, a pure function of (seed, epoch, shuffle,
+// window_shards) and the dataset (plan/epoch_order.h); it is dealt to ranks
+// by global batch, so every rank gets the same number of batches and the
+// union of the ranks' samples is the epoch (plan/rank_schedule.h). The
+// Loader reads the samples it is dealt with its I/O threads (one positional
+// read each), decodes the declared fields in its own TBB arena of
+// `num_threads` threads and assembles batches into a reusable pool. Nothing
+// depends on thread counts or timing.
+//
+// State() is the position in the epoch's order after the batches yielded so
+// far; Resume() continues from such a position, with this or another world
+// size, without reading the samples before it.
 //
 //   auto loader = shardloader::Loader::Create(options);  // StatusOr
 //   while (true) {
@@ -39,14 +45,23 @@
 #include "shardloader/batch.h"
 #include "shardloader/decode/field.h"
 #include "shardloader/io/open_source.h"
-#include "shardloader/plan/epoch_plan.h"
+#include "shardloader/plan/epoch_order.h"
+#include "shardloader/plan/rank_schedule.h"
 #include "shardloader/stats.h"
 
 namespace shardloader {
 
 namespace internal_pipeline {
+class Dataset;
 class Pipeline;
 }  // namespace internal_pipeline
+
+// What a bad sample (unreadable, or failing to decode) does.
+enum class OnError {
+  kRaise,  // its error ends the epoch (the default)
+  kSkip,   // it is replaced by another sample, deterministically (see
+           // internal/bad_samples.h), within a budget
+};
 
 struct LoaderOptions {
   // Shard specs: paths, URIs, brace patterns, directories, "::"-joined lists
@@ -59,24 +74,45 @@ struct LoaderOptions {
   bool shuffle = true;     // permute shards and shuffle samples each epoch
   uint64_t seed = 0;
   int64_t epoch = 0;
-  size_t shuffle_buffer_size = 1000;  // samples held by the shuffle buffer
+  // Shards whose samples are shuffled together (see plan/epoch_order.h).
+  int64_t window_shards = 8;
+  // Samples that do not divide evenly among the ranks: padded with repeats
+  // (the default) or dropped (see plan/rank_schedule.h).
+  Remainder remainder = Remainder::kPad;
   // Distributed training: default from the RANK and WORLD_SIZE environment
   // variables (as torchrun sets them), else 0 and 1.
   std::optional<int> rank;
   std::optional<int> world_size;
-  // DataLoader workers of this rank (each runs its own Loader).
+  // DataLoader workers of this rank (each runs its own Loader and takes
+  // every num_workers-th of the rank's batches).
   int worker = 0;
   int num_workers = 1;
+  // Bad samples. With kSkip, an epoch may skip up to
+  // max(max_errors, max_error_fraction × this reader's samples) of them.
+  OnError on_error = OnError::kRaise;
+  int64_t max_errors = 0;
+  double max_error_fraction = 0.0;
   // Decode threads; 0 means the CPUs this process may run on.
   int num_threads = 0;
-  int num_io_threads = 2;          // shards read concurrently
-  int prefetch_shards = 2;         // shards read ahead of the current one
+  int num_io_threads = 2;          // threads reading samples
   size_t prefetch_batches = 2;     // batches assembled ahead of the consumer
   // How shards are opened and read (read sizes; remote storage settings).
   SourceOptions source;
   // Page-lock batch memory with CUDA when a CUDA runtime and device are
   // present (Batch::pinned() tells); ordinary memory otherwise.
   bool pin_memory = true;
+};
+
+// Where a Loader stands in its epochs: small, no sample data. The other
+// members identify the order, so a state is only resumed into a Loader that
+// would produce the same order.
+struct LoaderState {
+  int64_t epoch = 0;
+  int64_t position = 0;     // samples of the epoch's order consumed by all ranks
+  int64_t num_samples = 0;  // samples in the epoch's order (the dataset)
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int64_t window_shards = 8;
 };
 
 class Loader {
@@ -109,10 +145,23 @@ class Loader {
   void Restart();
   int64_t epoch() const;
 
-  // Samples and batches this reader yields in the current epoch. Counts the
-  // samples of its shards by reading their headers once (cached).
+  // Samples and batches this reader yields in the current epoch (from its
+  // start, or from the resumed position). Counts every shard's samples once
+  // (from index files, or by reading headers). Errors: those of counting.
   absl::StatusOr<int64_t> NumSamples();
   absl::StatusOr<int64_t> NumBatches();
+
+  // The position after the batches Next() has returned in this epoch.
+  // Errors: those of counting the samples.
+  absl::StatusOr<LoaderState> State();
+
+  // Continues from `state`: the next Next() yields the batch that follows
+  // it in epoch `state.epoch`, for this Loader's rank and world size (which
+  // may differ from the ones the state was saved with). A later
+  // SetEpoch(state.epoch) before iterating keeps the position. Errors:
+  // InvalidArgument if the state belongs to another dataset, seed, shuffle
+  // or window.
+  absl::Status Resume(const LoaderState& state);
 
   // Counters and queue depths (see stats.h).
   LoaderStats Stats() const;
@@ -126,21 +175,32 @@ class Loader {
  private:
   class Engine;
   Loader(LoaderOptions options, std::vector<std::string> shards);
+  // The sample counts of every shard, counted once.
+  absl::StatusOr<std::vector<int64_t>> Counts() ABSL_LOCKS_EXCLUDED(mu_);
+  // This reader's schedule for the current epoch and start (counting the
+  // samples first if need be).
+  absl::StatusOr<RankSchedule> Schedule() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<RankSchedule> Schedule(int64_t num_samples) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The running epoch's pipeline, started if need be.
   absl::StatusOr<std::shared_ptr<internal_pipeline::Pipeline>> StartedPipeline()
       ABSL_LOCKS_EXCLUDED(mu_);
-  ReaderPosition Position() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckUsable() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Stops the running pipeline and sets where the next one starts.
+  void Reposition(int64_t epoch, int64_t start) ABSL_LOCKS_EXCLUDED(mu_);
 
   const LoaderOptions options_;
   const std::vector<std::string> shards_;
   const int creator_pid_;
-  std::unique_ptr<Engine> engine_;  // arena, pool, running epoch
+  std::unique_ptr<Engine> engine_;  // arena, pool, dataset, running epoch
 
   mutable absl::Mutex mu_;
   int64_t epoch_ ABSL_GUARDED_BY(mu_);
+  int64_t start_ ABSL_GUARDED_BY(mu_) = 0;  // first position of this epoch's run
+  bool resumed_ ABSL_GUARDED_BY(mu_) = false;  // start_ came from Resume()
+  int64_t batches_yielded_ ABSL_GUARDED_BY(mu_) = 0;  // by Next() since start_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::vector<std::optional<int64_t>> sample_counts_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::vector<int64_t>> counts_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shardloader

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "shardloader/format/sample.h"
+#include "shardloader/format/shard_index.h"
 #include "shardloader/format/tar_writer.h"
 #include "shardloader/status.h"
 
@@ -41,6 +42,7 @@ class OpenShard {
   std::string temp_path;
   int fd;
   std::unique_ptr<TarWriter> tar;
+  ShardIndex index;  // written beside the shard as "<name>.idx"
   int64_t num_samples = 0;
   bool renamed = false;
 };
@@ -78,6 +80,24 @@ absl::StatusOr<std::string> Sha256File(const std::string& path) {
   std::string hex;
   for (unsigned int i = 0; i < size; ++i) absl::StrAppendFormat(&hex, "%02x", digest[i]);
   return hex;
+}
+
+// Writes `content` to `path` under a temporary name, then renames it.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view content) {
+  const std::string temp = absl::StrCat(path, ".partial-", ::getpid());
+  {
+    std::ofstream out(temp, std::ios::trunc | std::ios::binary);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out.flush()) {
+      std::remove(temp.c_str());
+      return WithContext(absl::UnavailableError("cannot write file"), {.uri = path});
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    return WithContext(ErrnoToStatus(errno, "cannot rename file"), {.uri = path});
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ValidateSample(absl::string_view key,
@@ -203,9 +223,14 @@ absl::Status ShardWriter::Write(absl::string_view key,
     current_ = std::make_unique<OpenShard>(path, temp_path, fd, *std::move(tar));
     ++next_index_;
   }
+  current_->index.AddSample(key);
   for (const Field& field : fields) {
     SL_RETURN_IF_ERROR(
         current_->tar->AddFile(absl::StrCat(key, ".", field.first), field.second));
+    const int64_t size = static_cast<int64_t>(field.second.size());
+    const int64_t padded = (size + kTarBlock - 1) / kTarBlock * kTarBlock;
+    current_->index.AddMember(field.first, current_->tar->bytes_written() - padded,
+                              size);
   }
   ++current_->num_samples;
   return absl::OkStatus();
@@ -225,6 +250,9 @@ absl::Status ShardWriter::FinishShard() {
   std::error_code error;
   info.size_bytes =
       static_cast<int64_t>(std::filesystem::file_size(shard->temp_path, error));
+  // The index first: a shard under its final name always has one.
+  SL_RETURN_IF_ERROR(WriteFileAtomically(IndexUriFor(shard->path),
+                                         FormatShardIndex(shard->index)));
   if (std::rename(shard->temp_path.c_str(), shard->path.c_str()) != 0) {
     return WithContext(ErrnoToStatus(errno, "cannot rename finished shard"),
                        {.uri = shard->path});
@@ -248,21 +276,7 @@ absl::Status ShardWriter::WriteIndex() const {
                                 {"version", 1},
                                 {"num_samples", total},
                                 {"shards", shards}};
-  const std::string temp = absl::StrCat(options_.index_path, ".partial-", ::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << index.dump(2) << "\n";
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      return WithContext(absl::UnavailableError("cannot write index"),
-                         {.uri = options_.index_path});
-    }
-  }
-  if (std::rename(temp.c_str(), options_.index_path.c_str()) != 0) {
-    return WithContext(ErrnoToStatus(errno, "cannot rename index"),
-                       {.uri = options_.index_path});
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(options_.index_path, index.dump(2) + "\n");
 }
 
 void ShardWriter::Abort() {

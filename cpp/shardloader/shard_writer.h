@@ -7,8 +7,11 @@
 // sample would push the current one past `max_size_bytes` or
 // `max_samples_per_shard`. Each shard is written under a temporary name in
 // the same directory and renamed when complete, so a crash never leaves a
-// half-written shard under its final name. Close() writes a JSON index of
-// the shards (file name, sample count, size in bytes, SHA-256).
+// half-written shard under its final name. Beside each shard goes its sample
+// index ("train-000000.idx", DALI's WebDataset index format; see
+// format/shard_index.h), written before the shard takes its final name.
+// Close() writes a JSON index of the shards (file name, sample count, size
+// in bytes, SHA-256).
 //
 // Ownership: owns its open file. Thread-safety: thread-compatible. A
 // ShardWriter destroyed without Close() removes its unfinished shard.

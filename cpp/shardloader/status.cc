@@ -80,4 +80,13 @@ absl::Status ErrnoToStatus(int errno_value, absl::string_view what) {
   }
 }
 
+absl::Status Prefixed(const absl::Status& status, absl::string_view prefix) {
+  if (status.ok()) return status;
+  absl::Status out(status.code(), absl::StrCat(prefix, status.message()));
+  status.ForEachPayload([&out](absl::string_view type_url, const absl::Cord& payload) {
+    out.SetPayload(type_url, payload);
+  });
+  return out;
+}
+
 }  // namespace shardloader

@@ -39,6 +39,10 @@ struct ErrorContext {
 absl::Status WithContext(const absl::Status& status,
                          const ErrorContext& context);
 
+// `status` with `prefix` put before its message, keeping its code and
+// payloads (context).
+absl::Status Prefixed(const absl::Status& status, absl::string_view prefix);
+
 // Reads the context back from a status' payloads.
 ErrorContext GetContext(const absl::Status& status);
 

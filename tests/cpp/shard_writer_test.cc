@@ -52,7 +52,7 @@ TEST(ShardWriterTest, RollsShardsByCountAndWritesAnIndex) {
     EXPECT_THAT(entry.path().filename().string(), ::testing::Not(HasSubstr("partial")));
     ++files;
   }
-  EXPECT_EQ(files, 4);
+  EXPECT_EQ(files, 7);  // 3 shards, their 3 sample indexes, index.json
 
   // The shards read back as the samples written.
   SampleReader reader(*LocalFileSource::Open(shards[1].path));

@@ -23,7 +23,9 @@ namespace shardloader {
 
 struct SampleField {
   std::string extension;  // lowercase, without the leading dot: "jpg", "seg.png"
-  std::string data;       // the member's bytes
+  std::string data;       // the member's bytes (empty if not read)
+  int64_t offset = 0;     // byte offset of the member's data in the shard
+  int64_t size = 0;       // the member's size in bytes
 };
 
 struct Sample {

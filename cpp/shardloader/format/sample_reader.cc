@@ -70,6 +70,8 @@ absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
     if (num_fields == sample->fields.size()) sample->fields.emplace_back();
     SampleField& field = sample->fields[num_fields++];
     field.extension = split.extension;
+    field.offset = pending_->data_offset;
+    field.size = pending_->size;
     if (Wanted(split.extension)) {
       SL_RETURN_IF_ERROR(WithContext(tar_.ReadData(&field.data),
                                      {.key = sample->key}));

@@ -343,6 +343,12 @@ absl::Status TruncatedHeader() {
 
 }  // namespace
 
+bool IsHeaderOfSize(const char* block, int64_t size) {
+  if (!ChecksumMatches(block)) return false;
+  const std::optional<int64_t> stored = ParseNumeric(Get(block, kSize));
+  return stored.has_value() && *stored == size;
+}
+
 absl::StatusOr<std::optional<TarMember>> TarReader::Next() {
   if (!status_.ok()) return status_;
   absl::StatusOr<std::optional<TarMember>> member = ReadNextMember();

@@ -52,6 +52,11 @@ struct TarMember {
   int64_t size = 0;           // data size in bytes as stored in the archive
 };
 
+// Whether the 512-byte `block` is a tar header with a valid checksum whose
+// size field equals `size`: the check a reader makes before trusting an
+// index's offset.
+bool IsHeaderOfSize(const char* block, int64_t size);
+
 class TarReader {
  public:
   explicit TarReader(ByteSource* source) : source_(source) {}

@@ -11,7 +11,7 @@
 #include "shardloader/decode/image.h"
 #include "shardloader/decode/npy.h"
 #include "shardloader/decode/text.h"
-#include "shardloader/plan/epoch_plan.h"
+#include "shardloader/plan/epoch_order.h"
 
 namespace shardloader::internal_pipeline {
 namespace {
@@ -56,40 +56,34 @@ absl::Status DecodeFixed(const FieldSpec& spec, const std::string& data,
   return absl::InternalError("ragged field decoded as fixed-size");
 }
 
-// Sets up the offsets of a ragged field and reserves its values.
-absl::Status PrepareRagged(const FieldSpec& spec,
-                           absl::Span<const Sample> samples,
-                           FieldBuffers& buffers) {
+// Lays out a ragged field: its offsets and room for its values.
+void PrepareRagged(const FieldSpec& spec, absl::Span<const Sample> samples,
+                   FieldBuffers& buffers) {
   buffers.offsets.Reserve((samples.size() + 1) * sizeof(int64_t));
   auto* offsets = reinterpret_cast<int64_t*>(buffers.offsets.data());
   offsets[0] = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
-    SL_ASSIGN_OR_RETURN(const SampleField* field, FindField(spec, samples[i]));
-    offsets[i + 1] = offsets[i] + static_cast<int64_t>(field->data.size());
+    // Every row was checked to have the field.
+    offsets[i + 1] = offsets[i] + static_cast<int64_t>(
+                                      (*FindField(spec, samples[i]))->data.size());
   }
   buffers.values.Reserve(static_cast<size_t>(offsets[samples.size()]));
-  return absl::OkStatus();
 }
 
+// Decodes the fixed-size fields of one sample into row `row` and checks its
+// ragged ones (present; UTF-8 for text).
 absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
                           const Sample& sample, size_t row, uint64_t sample_seed,
                           BatchSlot& slot) {
   for (size_t f = 0; f < fields.size(); ++f) {
     const FieldSpec& spec = fields[f];
-    FieldBuffers& buffers = slot.fields[f];
     SL_ASSIGN_OR_RETURN(const SampleField* field, FindField(spec, sample));
     absl::Status status;
-    if (spec.ragged()) {
-      const auto* offsets =
-          reinterpret_cast<const int64_t*>(buffers.offsets.data());
-      if (spec.kind == FieldKind::kText) status = ValidateUtf8(field->data);
-      if (status.ok() && !field->data.empty()) {
-        std::memcpy(buffers.values.data() + offsets[row], field->data.data(),
-                    field->data.size());
-      }
-    } else {
+    if (spec.kind == FieldKind::kText) {
+      status = ValidateUtf8(field->data);
+    } else if (!spec.ragged()) {
       status = DecodeFixed(spec, field->data, sample_seed,
-                           buffers.values.data() + row * spec.sample_bytes());
+                           slot.fields[f].values.data() + row * spec.sample_bytes());
     }
     if (!status.ok()) {
       return WithContext(
@@ -102,6 +96,20 @@ absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
   return absl::OkStatus();
 }
 
+// Copies the ragged fields of one sample into place.
+void CopyRagged(absl::Span<const FieldSpec> fields, const Sample& sample,
+                size_t row, BatchSlot& slot) {
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (!fields[f].ragged()) continue;
+    FieldBuffers& buffers = slot.fields[f];
+    const std::string& data = (*FindField(fields[f], sample))->data;
+    const auto* offsets = reinterpret_cast<const int64_t*>(buffers.offsets.data());
+    if (!data.empty()) {
+      std::memcpy(buffers.values.data() + offsets[row], data.data(), data.size());
+    }
+  }
+}
+
 TensorView MakeView(DType dtype, std::vector<int64_t> shape, uint8_t* data) {
   return TensorView{.dtype = dtype, .shape = std::move(shape), .data = data};
 }
@@ -109,15 +117,15 @@ TensorView MakeView(DType dtype, std::vector<int64_t> shape, uint8_t* data) {
 }  // namespace
 
 absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
-                                    absl::Span<const Sample> samples,
+                                    absl::Span<Sample> samples,
+                                    absl::Span<const absl::Status> read_errors,
                                     std::shared_ptr<BatchSlot> slot,
                                     tbb::task_arena& arena,
-                                    const AugmentationKey& augmentation) {
+                                    const AugmentationKey& augmentation,
+                                    ReplaceFn replace) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
-    if (fields[f].ragged()) {
-      SL_RETURN_IF_ERROR(PrepareRagged(fields[f], samples, slot->fields[f]));
-    } else {
+    if (!fields[f].ragged()) {
       slot->fields[f].values.Reserve(samples.size() * fields[f].sample_bytes());
     }
   }
@@ -125,27 +133,48 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
   absl::Mutex mu;
   size_t first_error_row = std::numeric_limits<size_t>::max();
   absl::Status first_error;
-  arena.execute([&] {
-    tbb::parallel_for(
-        tbb::blocked_range<size_t>(0, samples.size()),
-        [&](const tbb::blocked_range<size_t>& rows) {
-          for (size_t row = rows.begin(); row != rows.end(); ++row) {
-            const Sample& sample = samples[row];
-            absl::Status status = DecodeSample(
-                fields, sample, row,
-                SampleAugmentationSeed(augmentation.seed, augmentation.epoch,
-                                       sample.shard_index, sample.index),
-                *slot);
-            if (status.ok()) continue;
-            absl::MutexLock lock(&mu);
-            if (row < first_error_row) {
-              first_error_row = row;
-              first_error = std::move(status);
-            }
-          }
-        });
+  auto for_each_row = [&](auto&& body) {
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, samples.size()),
+                        [&](const tbb::blocked_range<size_t>& rows) {
+                          for (size_t row = rows.begin(); row != rows.end(); ++row) {
+                            body(row);
+                          }
+                        });
+    });
+  };
+  for_each_row([&](size_t row) {
+    absl::Status status = read_errors[row];
+    int tries = 0;
+    while (true) {
+      Sample& sample = samples[row];
+      if (status.ok()) {
+        status = DecodeSample(
+            fields, sample, row,
+            SampleAugmentationSeed(augmentation.seed, augmentation.epoch,
+                                   sample.shard_index, sample.index),
+            *slot);
+      }
+      if (status.ok()) return;
+      status = replace(row, status, &tries, &sample);
+      if (!status.ok()) break;
+    }
+    absl::MutexLock lock(&mu);
+    if (row < first_error_row) {
+      first_error_row = row;
+      first_error = std::move(status);
+    }
   });
   if (!first_error.ok()) return first_error;
+  bool any_ragged = false;
+  for (size_t f = 0; f < fields.size(); ++f) {
+    if (!fields[f].ragged()) continue;
+    PrepareRagged(fields[f], samples, slot->fields[f]);
+    any_ragged = true;
+  }
+  if (any_ragged) {
+    for_each_row([&](size_t row) { CopyRagged(fields, samples[row], row, *slot); });
+  }
 
   std::vector<BatchField> views;
   views.reserve(fields.size());

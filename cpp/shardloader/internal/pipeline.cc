@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "shardloader/internal/assembler.h"
-#include "shardloader/internal/shuffle_buffer.h"
 
 namespace shardloader::internal_pipeline {
 
@@ -26,16 +25,17 @@ Pipeline::Pipeline(PipelineConfig config,
     : config_(std::move(config)),
       pool_(std::move(pool)),
       arena_(arena),
-      sample_pool_(std::make_shared<SamplePool>(
-          std::max<size_t>(2 * config_.batch_size, 256))),
-      readers_({.shards = config_.shards,
-                .shard_indices = config_.shard_indices,
+      sample_pool_(std::make_shared<SamplePool>(static_cast<size_t>(
+          std::max<int64_t>(2 * config_.schedule.Batch(0).size, 256)))),
+      bad_samples_(config_.bad_samples, config_.dataset, config_.counts,
+                   WantedExtensions(config_.fields), config_.stats),
+      readers_({.dataset = config_.dataset,
+                .counts = config_.counts,
+                .order = config_.order,
+                .schedule = config_.schedule,
                 .wanted_extensions = WantedExtensions(config_.fields),
-                .source = config_.source,
                 .num_threads = config_.num_io_threads,
-                .prefetch_shards = config_.prefetch_shards,
-                .queue_samples = config_.shard_queue_samples,
-                .stats = config_.stats,
+                .lookahead = config_.prefetch_batches + 1,
                 .sample_pool = sample_pool_}),
       ready_(config_.prefetch_batches),
       assembler_([this] { Assemble(); }) {}
@@ -61,25 +61,6 @@ bool Pipeline::WaitReady(absl::Duration timeout) {
   return ready_.WaitPoppable(timeout);
 }
 
-bool Pipeline::Emit(std::vector<Sample>& samples) {
-  using internal_stats::StatsCounters;
-  absl::StatusOr<Batch> batch;
-  {
-    internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
-    batch = AssembleBatch(config_.fields, samples, pool_->Acquire(), *arena_,
-                          {.seed = config_.seed, .epoch = config_.epoch});
-  }
-  if (!batch.ok()) {
-    Fail(batch.status());
-    return false;
-  }
-  StatsCounters::Add(config_.stats->num_batches, 1);
-  StatsCounters::Add(config_.stats->num_samples_decoded,
-                     static_cast<int64_t>(samples.size()));
-  sample_pool_->Give(samples);
-  return ready_.Push(*std::move(batch));
-}
-
 void Pipeline::Fail(absl::Status error) {
   internal_stats::StatsCounters::Add(config_.stats->num_errors, 1);
   ready_.Push(std::move(error));
@@ -87,36 +68,31 @@ void Pipeline::Fail(absl::Status error) {
 }
 
 void Pipeline::Assemble() {
-  ShuffleBuffer<Sample> shuffle(config_.shuffle_buffer_size,
-                                config_.shuffle_seed);
-  std::vector<Sample> pending;
-  pending.reserve(config_.batch_size);
-  auto take = [&](Sample sample) {
-    pending.push_back(std::move(sample));
-    return static_cast<int64_t>(pending.size()) < config_.batch_size ||
-           Emit(pending);
-  };
-  for (size_t index = 0; index < readers_.num_shards(); ++index) {
-    while (std::optional<absl::StatusOr<Sample>> item = readers_.Pop(index)) {
-      if (!item->ok()) {
-        Fail(item->status());
-        return;
-      }
-      std::optional<Sample> out = shuffle.Add(**std::move(item));
-      if (out.has_value() && !take(*std::move(out))) {
-        ready_.Close();
-        return;
-      }
+  using internal_stats::StatsCounters;
+  for (int64_t j = 0; j < readers_.num_batches(); ++j) {
+    std::optional<ReadBatch> read = readers_.Pop(j);
+    if (!read.has_value()) break;  // stopped
+    absl::StatusOr<Batch> batch;
+    {
+      internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
+      batch = AssembleBatch(
+          config_.fields, absl::MakeSpan(read->samples), read->errors,
+          pool_->Acquire(), *arena_,
+          {.seed = config_.order.seed, .epoch = config_.order.epoch},
+          [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
+            return bad_samples_.Replace(read->positions[row], error, tries, sample);
+          });
     }
-    if (readers_.stopped()) return;
+    if (!batch.ok()) {
+      Fail(batch.status());
+      return;
+    }
+    StatsCounters::Add(config_.stats->num_batches, 1);
+    StatsCounters::Add(config_.stats->num_samples_decoded,
+                       static_cast<int64_t>(read->samples.size()));
+    sample_pool_->Give(read->samples);
+    if (!ready_.Push(*std::move(batch))) break;
   }
-  bool running = true;
-  while (running) {
-    std::optional<Sample> out = shuffle.Drain();
-    if (!out.has_value()) break;
-    running = take(*std::move(out));
-  }
-  if (running && !pending.empty() && !config_.drop_last) Emit(pending);
   ready_.Close();
 }
 

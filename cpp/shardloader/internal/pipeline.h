@@ -1,17 +1,17 @@
 // Pipeline: the threads that produce one epoch's batches for one reader.
 //
-//   ShardReaders ──▶ assembler thread ──────────▶ ready queue
-//   (I/O threads     (shuffle buffer, decode      (bounded: prefetch)
-//    read ahead)      in the arena, batch slots)
+//   BatchReaders ──▶ assembler thread ──────────────▶ ready queue
+//   (I/O threads     (decode in the arena into a      (bounded: prefetch)
+//    read batches     batch slot; bad samples raised
+//    ahead)           or replaced)
 //
-// The assembler consumes shards strictly in plan order and feeds a seeded
-// shuffle buffer, so the sample order depends only on the plan and the seed,
-// never on timing. The first error ends the epoch:
-// it is handed to the consumer after the batches before it.
+// The reader's batches are the positions its RankSchedule deals it from the
+// epoch's EpochOrder; the assembler takes them strictly in order, so the
+// batches depend only on the plan, never on timing. The first error ends the
+// epoch: it is handed to the consumer after the batches before it.
 //
 // Ownership: owns its threads; Stop() or destruction ends them (and joins the
-// assembler).
-// Thread-safety: thread-safe.
+// assembler). Thread-safety: thread-safe.
 #ifndef SHARDLOADER_INTERNAL_PIPELINE_H_
 #define SHARDLOADER_INTERNAL_PIPELINE_H_
 
@@ -26,30 +26,26 @@
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/batch.h"
 #include "shardloader/decode/field.h"
-#include "shardloader/format/sample.h"
+#include "shardloader/internal/bad_samples.h"
 #include "shardloader/internal/batch_pool.h"
+#include "shardloader/internal/batch_readers.h"
 #include "shardloader/internal/bounded_queue.h"
+#include "shardloader/internal/dataset.h"
 #include "shardloader/internal/sample_pool.h"
-#include "shardloader/internal/shard_readers.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/plan/epoch_order.h"
+#include "shardloader/plan/rank_schedule.h"
 
 namespace shardloader::internal_pipeline {
 
 struct PipelineConfig {
-  std::vector<std::string> shards;  // this reader's shards, in read order
-  std::vector<int64_t> shard_indices;  // their positions in the loader's list
+  std::shared_ptr<Dataset> dataset;  // not null
+  std::vector<int64_t> counts;       // samples per shard
+  OrderOptions order;
+  RankSchedule schedule;
   std::vector<FieldSpec> fields;
-  int64_t batch_size = 1;
-  bool drop_last = false;
-  size_t shuffle_buffer_size = 0;  // samples; <= 1 keeps the order
-  uint64_t shuffle_seed = 0;
-  uint64_t seed = 0;   // the loader's seed, for per-sample augmentation
-  int64_t epoch = 0;
+  BadSampleOptions bad_samples;
   int num_io_threads = 2;
-  int prefetch_shards = 2;        // shards read ahead of the current one
-  size_t prefetch_batches = 2;    // assembled batches waiting for the consumer
-  size_t shard_queue_samples = 64;  // parsed samples buffered per shard
-  SourceOptions source;
+  size_t prefetch_batches = 2;  // assembled batches waiting for the consumer
   std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
 };
 
@@ -75,8 +71,6 @@ class Pipeline {
 
  private:
   void Assemble();
-  // Decodes `samples` into a batch and queues it; false if stopped or failed.
-  bool Emit(std::vector<Sample>& samples);
   // Hands `error` to the consumer and ends the epoch.
   void Fail(absl::Status error);
 
@@ -84,7 +78,8 @@ class Pipeline {
   std::shared_ptr<internal_batch::BatchPool> pool_;
   tbb::task_arena* arena_;
   std::shared_ptr<SamplePool> sample_pool_;
-  ShardReaders readers_;
+  BadSamples bad_samples_;
+  BatchReaders readers_;
   BoundedQueue<absl::StatusOr<Batch>> ready_;
   std::thread assembler_;
 };

@@ -1,0 +1,191 @@
+#include "shardloader/format/shard_index.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "shardloader/format/sample_reader.h"
+#include "shardloader/format/tar_reader.h"
+#include "shardloader/status.h"
+
+namespace shardloader {
+namespace {
+
+constexpr int64_t kBlockSize = 512;
+
+absl::Status IndexError(const std::string& uri, int64_t line,
+                        absl::string_view what) {
+  return WithContext(absl::DataLossError(absl::StrCat(
+                         "malformed shard index, line ", line, ": ", what)),
+                     {.uri = uri});
+}
+
+}  // namespace
+
+absl::string_view ShardIndex::key(int64_t sample) const {
+  const uint32_t begin = sample == 0 ? 0 : key_end_[sample - 1];
+  return absl::string_view(keys_).substr(begin, key_end_[sample] - begin);
+}
+
+absl::Span<const IndexedMember> ShardIndex::members(int64_t sample) const {
+  const uint32_t begin = first_member_[sample];
+  const uint32_t end = sample + 1 < num_samples()
+                           ? first_member_[sample + 1]
+                           : static_cast<uint32_t>(members_.size());
+  return absl::MakeConstSpan(members_).subspan(begin, end - begin);
+}
+
+int64_t ShardIndex::header_offset(int64_t sample) const {
+  return header_offsets_[sample];
+}
+
+void ShardIndex::AddSample(absl::string_view key) {
+  keys_.append(key.data(), key.size());
+  key_end_.push_back(static_cast<uint32_t>(keys_.size()));
+  first_member_.push_back(static_cast<uint32_t>(members_.size()));
+  header_offsets_.push_back(-1);
+}
+
+void ShardIndex::AddMember(absl::string_view extension, int64_t offset,
+                           int64_t size) {
+  auto found = std::find(extensions_.begin(), extensions_.end(), extension);
+  if (found == extensions_.end()) {
+    found = extensions_.insert(extensions_.end(), std::string(extension));
+  }
+  members_.push_back({.offset = offset,
+                      .size = size,
+                      .extension = static_cast<uint32_t>(found - extensions_.begin())});
+  if (header_offsets_.back() < 0) header_offsets_.back() = offset - kBlockSize;
+}
+
+absl::Status ScanShardIndex(std::unique_ptr<ByteSource> shard, ShardIndex* index) {
+  SampleReader reader(std::move(shard), std::vector<std::string>{});
+  Sample sample;
+  while (true) {
+    SL_ASSIGN_OR_RETURN(const bool read, reader.Next(&sample));
+    if (!read) return absl::OkStatus();
+    index->AddSample(sample.key);
+    for (const SampleField& field : sample.fields) {
+      index->AddMember(field.extension, field.offset, field.size);
+    }
+    index->SetHeaderOffset(sample.offset);
+  }
+}
+
+absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
+                                           const std::string& uri) {
+  std::vector<absl::string_view> lines =
+      absl::StrSplit(text, '\n', absl::SkipWhitespace());
+  if (lines.empty()) return IndexError(uri, 1, "empty");
+  std::vector<absl::string_view> head =
+      absl::StrSplit(lines[0], ' ', absl::SkipEmpty());
+  int64_t count = 0;
+  if (head.size() != 2 || (head[0] != "v1.1" && head[0] != "v1.2") ||
+      !absl::SimpleAtoi(head[1], &count)) {
+    return IndexError(uri, 1, "expected \"v1.1 <samples>\" or \"v1.2 <samples>\"");
+  }
+  const bool named = head[0] == "v1.2";
+  const size_t group = named ? 4 : 3;
+  if (count != static_cast<int64_t>(lines.size()) - 1) {
+    return IndexError(uri, 1, absl::StrCat("announces ", count, " samples, has ",
+                                           lines.size() - 1));
+  }
+  ShardIndex index;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<absl::string_view> parts =
+        absl::StrSplit(lines[i], ' ', absl::SkipEmpty());
+    if (parts.empty() || parts.size() % group != 0) {
+      return IndexError(uri, i + 1, "expected groups of extension, offset, size" +
+                                        std::string(named ? ", name" : ""));
+    }
+    for (size_t p = 0; p < parts.size(); p += group) {
+      int64_t offset = 0;
+      int64_t size = 0;
+      if (!absl::SimpleAtoi(parts[p + 1], &offset) ||
+          !absl::SimpleAtoi(parts[p + 2], &size) || offset < kBlockSize ||
+          size < 0) {
+        return IndexError(uri, i + 1, "bad offset or size");
+      }
+      if (p == 0) {
+        // v1.2 names the member; v1.1 only numbers it, so the key is the
+        // sample's number in the shard.
+        std::optional<KeyAndExtension> split;
+        if (named) split = SplitKey(parts[3]);
+        if (named && !split.has_value()) {
+          return IndexError(uri, i + 1, "a member name without an extension");
+        }
+        index.AddSample(named ? split->key
+                              : absl::string_view(absl::StrCat(i - 1)));
+      }
+      index.AddMember(parts[p], offset, size);
+    }
+  }
+  return index;
+}
+
+std::string FormatShardIndex(const ShardIndex& index) {
+  std::string out = absl::StrCat("v1.2 ", index.num_samples(), "\n");
+  for (int64_t i = 0; i < index.num_samples(); ++i) {
+    const char* separator = "";
+    for (const IndexedMember& member : index.members(i)) {
+      const std::string& extension = index.extension(member.extension);
+      absl::StrAppend(&out, separator, extension, " ", member.offset, " ",
+                      member.size, " ", index.key(i), ".", extension);
+      separator = " ";
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string IndexUriFor(const std::string& shard_uri) {
+  const size_t slash = shard_uri.rfind('/');
+  const size_t dot = shard_uri.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    return shard_uri + ".idx";
+  }
+  return shard_uri.substr(0, dot) + ".idx";
+}
+
+absl::Status ReadIndexedSample(const RandomAccessSource& shard,
+                               const ShardIndex& index, int64_t sample,
+                               absl::Span<const std::string> wanted,
+                               Sample* out) {
+  out->key.assign(index.key(sample).data(), index.key(sample).size());
+  out->offset = index.header_offset(sample);
+  out->index = sample;
+  const absl::Span<const IndexedMember> members = index.members(sample);
+  out->fields.resize(members.size());
+  for (size_t i = 0; i < members.size(); ++i) {
+    const IndexedMember& member = members[i];
+    SampleField& field = out->fields[i];
+    field.extension = index.extension(member.extension);
+    field.offset = member.offset;
+    field.size = member.size;
+    field.data.clear();
+    if (!wanted.empty() &&
+        std::find(wanted.begin(), wanted.end(), field.extension) == wanted.end()) {
+      continue;
+    }
+    // The header in front of the data is read with it and checked, then
+    // dropped.
+    field.data.resize(kBlockSize + member.size);
+    SL_RETURN_IF_ERROR(WithContext(
+        shard.ReadAt(member.offset - kBlockSize, field.data.size(), field.data.data()),
+        {.key = out->key}));
+    if (!IsHeaderOfSize(field.data.data(), member.size)) {
+      return WithContext(
+          absl::DataLossError(absl::StrCat(
+              "the index says a ", member.size, "-byte member '", out->key, ".",
+              field.extension, "' starts here, but no matching tar header "
+              "precedes it (the shard is damaged or changed after indexing)")),
+          {.uri = shard.uri(), .offset = member.offset - kBlockSize,
+           .key = out->key});
+    }
+    field.data.erase(0, kBlockSize);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardloader

@@ -1,0 +1,108 @@
+#include "shardloader/format/shard_index.h"
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardloader/io/open_source.h"
+#include "shardloader/shard_writer.h"
+#include "shardloader/status.h"
+#include "test_util.h"
+
+namespace shardloader {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ShardIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto writer = *ShardWriter::Create({.pattern = dir_.Join("s-%03d.tar")});
+    const std::string long_dir(120, 'd');  // needs a PAX path record
+    ASSERT_TRUE(writer->Write("a", {{"jpg", "JPEGDATA"}, {"cls", "3"}}).ok());
+    ASSERT_TRUE(writer->Write(long_dir + "/b", {{"jpg", std::string(1000, 'x')},
+                                                {"cls", "4"}}).ok());
+    ASSERT_TRUE(writer->Write("c", {{"cls", ""}, {"txt", "hello"}}).ok());
+    ASSERT_TRUE(writer->Close().ok());
+    shard_ = dir_.Join("s-000.tar");
+  }
+
+  testing::TempDir dir_;
+  std::string shard_;
+};
+
+TEST_F(ShardIndexTest, WriterIndexEqualsAScanOfTheShard) {
+  const std::string written = testing::ReadFile(IndexUriFor(shard_));
+  ShardIndex scanned;
+  const absl::Status status = ScanShardIndex(*OpenSource(shard_), &scanned);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(FormatShardIndex(scanned), written);
+  EXPECT_THAT(written, ::testing::StartsWith("v1.2 3\njpg "));
+  absl::StatusOr<ShardIndex> parsed = ParseShardIndex(written, "s.idx");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(FormatShardIndex(*parsed), written);
+  EXPECT_EQ(parsed->key(1), std::string(120, 'd') + "/b");
+}
+
+TEST_F(ShardIndexTest, ReadsOnlyTheWantedMembersOfASample) {
+  ShardIndex index;
+  ASSERT_TRUE(ScanShardIndex(*OpenSource(shard_), &index).ok());
+  auto shard = *OpenRandomAccess(shard_);
+  Sample sample;
+  const std::vector<std::string> wanted = {"jpg"};
+  ASSERT_TRUE(ReadIndexedSample(*shard, index, 1, wanted, &sample).ok());
+  EXPECT_EQ(sample.key, std::string(120, 'd') + "/b");
+  ASSERT_EQ(sample.fields.size(), 2u);
+  EXPECT_EQ(sample.fields[0].data, std::string(1000, 'x'));
+  EXPECT_EQ(sample.fields[1].extension, "cls");
+  EXPECT_EQ(sample.fields[1].data, "");  // not wanted, not read
+  ASSERT_TRUE(ReadIndexedSample(*shard, index, 2, {}, &sample).ok());
+  EXPECT_EQ(sample.fields[1].data, "hello");
+  EXPECT_EQ(sample.index, 2);
+}
+
+TEST_F(ShardIndexTest, ADamagedHeaderIsDataLossNamingShardOffsetAndKey) {
+  ShardIndex index;
+  ASSERT_TRUE(ScanShardIndex(*OpenSource(shard_), &index).ok());
+  const int64_t header = index.members(2)[1].offset - 512;
+  {
+    std::fstream file(shard_, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(header + 124);  // the size field
+    file.write("7", 1);
+  }
+  auto shard = *OpenRandomAccess(shard_);
+  Sample sample;
+  const absl::Status status = ReadIndexedSample(*shard, index, 2, {}, &sample);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(GetContext(status).uri, shard_);
+  EXPECT_EQ(GetContext(status).offset, header);
+  EXPECT_EQ(GetContext(status).key, "c");
+  // The other samples still read.
+  EXPECT_TRUE(ReadIndexedSample(*shard, index, 0, {}, &sample).ok());
+}
+
+TEST(ParseShardIndexTest, ReadsDaliV11AndRejectsMalformedIndexes) {
+  absl::StatusOr<ShardIndex> v11 =
+      ParseShardIndex("v1.1 2\njpg 512 10 cls 1536 1\njpg 2048 5\n", "x.idx");
+  ASSERT_TRUE(v11.ok()) << v11.status();
+  EXPECT_EQ(v11->num_samples(), 2);
+  EXPECT_EQ(v11->key(1), "1");
+  EXPECT_EQ(v11->members(0).size(), 2u);
+  EXPECT_EQ(v11->members(0)[1].offset, 1536);
+  for (const char* bad : {"", "v9 1\njpg 512 1\n", "v1.1 2\njpg 512 1\n",
+                          "v1.2 1\njpg 512 1\n", "v1.1 1\njpg x 1\n"}) {
+    absl::StatusOr<ShardIndex> parsed = ParseShardIndex(bad, "x.idx");
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("malformed shard index"));
+  }
+}
+
+TEST(IndexUriForTest, ReplacesTheLastExtension) {
+  EXPECT_EQ(IndexUriFor("a.b/train-000001.tar"), "a.b/train-000001.idx");
+  EXPECT_EQ(IndexUriFor("s3://b/x/shard"), "s3://b/x/shard.idx");
+}
+
+}  // namespace
+}  // namespace shardloader

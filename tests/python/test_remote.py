@@ -7,11 +7,14 @@ S3 server; the fault tests put FaultProxy between shardloader and a server.
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
 import os
 import random
 import subprocess
 import sys
-import threading
+import tarfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -430,3 +433,41 @@ def test_resolve_shards_lists_an_s3_prefix_and_keeps_tar_files(moto, aws_env, mo
         moto.s3.delete_object(Bucket=BUCKET, Key="train/index.json")
         moto.check_signatures(True)
     assert resolved == [f"s3://{BUCKET}/train/train-{i:06d}.tar" for i in range(NUM_SHARDS)]
+
+
+# ---------------------------------------------------------------------------
+# Writing shards to S3
+
+def test_shard_writer_writes_s3_multipart_objects_only_when_complete(moto, aws_env, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+    rng = random.Random(5)
+    payloads = [rng.randbytes(300_000) for _ in range(40)]  # ~12 MB: three 5 MiB parts
+    writer = sl.ShardWriter(f"s3://{BUCKET}/written/out-%04d.tar", max_count=40)
+    for i, payload in enumerate(payloads):
+        writer.write({"__key__": f"k{i:03d}", "bin": payload})
+        if i == 30:  # mid-shard: parts uploaded, no object yet
+            listed = moto.s3.list_objects_v2(Bucket=BUCKET, Prefix="written/")
+            assert listed.get("KeyCount", 0) == 0
+            uploads = moto.s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads", [])
+            assert [u["Key"] for u in uploads] == ["written/out-0000.tar"]
+    writer.close()
+    keys = [c["Key"] for c in moto.s3.list_objects_v2(Bucket=BUCKET, Prefix="written/")["Contents"]]
+    assert keys == ["written/index.json", "written/out-0000.idx", "written/out-0000.tar"]
+    data = _core.read_stream(f"s3://{BUCKET}/written/out-0000.tar", options(endpoint_url=moto.url))
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = [(m.name, tar.extractfile(m).read()) for m in tar.getmembers()]
+    assert members == [(f"k{i:03d}.bin", p) for i, p in enumerate(payloads)]
+    [info] = json.loads(_core.read_stream(f"s3://{BUCKET}/written/index.json",
+                                          options(endpoint_url=moto.url)))["shards"]
+    assert info["size_bytes"] == len(data)
+    assert info["sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_aborted_s3_shard_leaves_no_object_and_no_upload(moto, aws_env, monkeypatch):
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
+    writer = sl.ShardWriter(f"s3://{BUCKET}/aborted/out-%04d.tar", max_count=100)
+    for i in range(25):
+        writer.write({"__key__": f"k{i:03d}", "bin": os.urandom(300_000)})
+    writer.abort()
+    assert moto.s3.list_objects_v2(Bucket=BUCKET, Prefix="aborted/").get("KeyCount", 0) == 0
+    assert moto.s3.list_multipart_uploads(Bucket=BUCKET).get("Uploads", []) == []

@@ -1,17 +1,103 @@
-// Bindings of SourceOptions: how shards are opened and read.
+// Bindings of SourceOptions (how shards are opened and read, local or
+// remote) and of the remote-shard helpers: positional reads, prefix listing,
+// cache prefetch. Durations are float seconds in Python.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "bindings/status.h"
 #include "shardloader/io/open_source.h"
+#include "shardloader/io/random_access.h"
+#include "shardloader/io/remote_source.h"
+#include "shardloader/io/shard_cache.h"
 
 namespace py = pybind11;
 
 namespace shardloader::bindings {
+namespace {
+
+// A read/write property in float seconds over an absl::Duration member.
+template <absl::Duration SourceOptions::*member>
+void DefSeconds(py::class_<SourceOptions>& cls, const char* name) {
+  cls.def_property(
+      name, [](const SourceOptions& o) { return absl::ToDoubleSeconds(o.*member); },
+      [](SourceOptions& o, double seconds) { o.*member = absl::Seconds(seconds); });
+}
+
+// Every field but credentials (SourceOptions holds none; they come from the
+// environment), so the repr can never show a secret.
+std::string Repr(const SourceOptions& o) {
+  return absl::StrCat(
+      "SourceOptions(part_size_bytes=", o.part_size_bytes,
+      ", max_concurrency=", o.max_concurrency, ", max_attempts=", o.max_attempts,
+      ", endpoint_url='", o.endpoint_url, "', region='", o.region, "', profile='",
+      o.profile, "', anonymous=", o.anonymous ? "True" : "False", ", cache_dir='",
+      o.cache_dir, "', cache_limit_bytes=", o.cache_limit_bytes, ")");
+}
+
+}  // namespace
 
 void RegisterSource(py::module_& m) {
-  py::class_<SourceOptions>(m, "SourceOptions")
-      .def(py::init<>())
+  py::class_<SourceOptions> options(m, "SourceOptions");
+  options.def(py::init<>())
       .def_readwrite("block_size_bytes", &SourceOptions::block_size_bytes)
-      .def_readwrite("max_unseekable_bytes", &SourceOptions::max_unseekable_bytes);
+      .def_readwrite("max_unseekable_bytes", &SourceOptions::max_unseekable_bytes)
+      .def_readwrite("part_size_bytes", &SourceOptions::part_size_bytes)
+      .def_readwrite("max_concurrency", &SourceOptions::max_concurrency)
+      .def_readwrite("max_attempts", &SourceOptions::max_attempts)
+      .def_readwrite("low_speed_bytes_per_s", &SourceOptions::low_speed_bytes_per_s)
+      .def_readwrite("endpoint_url", &SourceOptions::endpoint_url)
+      .def_readwrite("region", &SourceOptions::region)
+      .def_readwrite("profile", &SourceOptions::profile)
+      .def_readwrite("anonymous", &SourceOptions::anonymous)
+      .def_readwrite("cache_dir", &SourceOptions::cache_dir)
+      .def_readwrite("cache_limit_bytes", &SourceOptions::cache_limit_bytes)
+      .def("__repr__", &Repr);
+  DefSeconds<&SourceOptions::initial_backoff>(options, "initial_backoff_s");
+  DefSeconds<&SourceOptions::max_backoff>(options, "max_backoff_s");
+  DefSeconds<&SourceOptions::connect_timeout>(options, "connect_timeout_s");
+  DefSeconds<&SourceOptions::low_speed_time>(options, "low_speed_time_s");
+
+  py::class_<RandomAccessSource, std::shared_ptr<RandomAccessSource>>(
+      m, "RandomAccessSource",
+      "Positional reads of one shard (local or remote); thread-safe.")
+      .def_property_readonly("uri", &RandomAccessSource::uri)
+      .def_property_readonly("size", &RandomAccessSource::size)
+      .def("read_at", [](const RandomAccessSource& source, int64_t offset, size_t size) {
+        std::string bytes(size, '\0');
+        WithoutGil([&] { return source.ReadAt(offset, size, bytes.data()); });
+        return py::bytes(bytes);
+      }, py::arg("offset"), py::arg("size"));
+
+  m.def("open_random_access", [](const std::string& uri, const SourceOptions& o) {
+    return WithoutGil([&] { return OpenRandomAccess(uri, o); });
+  }, py::arg("uri"), py::arg("options") = SourceOptions());
+  m.def("read_stream", [](const std::string& uri, const SourceOptions& o) {
+    std::string bytes = WithoutGil([&]() -> absl::StatusOr<std::string> {
+      absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(uri, o);
+      if (!source.ok()) return source.status();
+      std::string all;
+      std::string block(1 << 20, '\0');
+      while (true) {
+        absl::StatusOr<size_t> n = (*source)->Read(block.data(), block.size());
+        if (!n.ok()) return n.status();
+        if (*n == 0) return all;
+        all.append(block.data(), *n);
+      }
+    });
+    return py::bytes(bytes);
+  }, py::arg("uri"), py::arg("options") = SourceOptions(),
+     "All bytes of a shard through OpenSource() (remote: parallel ranged GETs).");
+  m.def("list_prefix", [](const std::string& uri, const SourceOptions& o) {
+    return WithoutGil([&] { return ListPrefix(uri, o); });
+  }, py::arg("uri"), py::arg("options") = SourceOptions());
+  m.def("prefetch_shard", [](const std::string& uri, const SourceOptions& o) {
+    WithoutGil([&] { return PrefetchShard(uri, o); });
+  }, py::arg("uri"), py::arg("options") = SourceOptions());
 }
 
 }  // namespace shardloader::bindings

@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libabsl-dev libtbb-dev libzstd-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev nlohmann-json3-dev
-  tar
+  tar nginx
 )
 
 missing=()
@@ -31,3 +31,5 @@ $PYTHON -c "import torch" 2>/dev/null || $PYTHON -m pip install -q "torch==2.13.
 $PYTHON -m pip install -q --disable-pip-version-check \
   "scikit-build-core>=0.10" "pybind11>=2.12" "numpy>=1.24" "tqdm>=4.60" \
   "pytest>=7" "webdataset>=0.2" "pillow>=9" "scikit-learn>=1.2"
+# The remote-shard tests' S3-compatible server (moto brings boto3; no torch).
+$PYTHON -m pip install -q --disable-pip-version-check "moto[server]>=5"

@@ -1,16 +1,8 @@
 #include "shardloader/shard_writer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
-#include <openssl/evp.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -19,32 +11,26 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/format/shard_index.h"
 #include "shardloader/format/tar_writer.h"
+#include "shardloader/io/output_file.h"
+#include "shardloader/io/remote_source.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
 namespace internal_writer {
 
-// The shard being written: a temporary file and its tar writer.
+// The shard being written: its output (io/output_file.h: a temporary local
+// file or an S3 multipart upload, discarded unless committed) and the tar
+// writer feeding it.
 class OpenShard {
  public:
-  OpenShard(std::string path, std::string temp_path, int fd,
-            std::unique_ptr<TarWriter> tar)
-      : path(std::move(path)),
-        temp_path(std::move(temp_path)),
-        fd(fd),
-        tar(std::move(tar)) {}
-  ~OpenShard() {
-    if (fd >= 0) ::close(fd);
-    if (!renamed) std::remove(temp_path.c_str());
-  }
+  OpenShard(std::string path, std::unique_ptr<OutputFile> file)
+      : path(std::move(path)), file(std::move(file)) {}
 
   std::string path;
-  std::string temp_path;
-  int fd;
-  std::unique_ptr<TarWriter> tar;
+  std::unique_ptr<OutputFile> file;
+  std::unique_ptr<TarWriter> tar;  // writes to `file`; destroyed before it
   ShardIndex index;  // written beside the shard as "<name>.idx"
   int64_t num_samples = 0;
-  bool renamed = false;
 };
 
 }  // namespace internal_writer
@@ -59,45 +45,6 @@ int64_t TarMemberBytes(size_t name_size, size_t data_size) {
   // Header (plus a PAX header for long names) and data padded to blocks.
   const int64_t headers = name_size > 100 ? 3 * kTarBlock : kTarBlock;
   return headers + (data_size + kTarBlock - 1) / kTarBlock * kTarBlock;
-}
-
-absl::StatusOr<std::string> Sha256File(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return WithContext(absl::UnavailableError("cannot reread shard"), {.uri = path});
-  }
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(
-      EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr);
-  std::vector<char> buffer(1 << 20);
-  while (file) {
-    file.read(buffer.data(), buffer.size());
-    EVP_DigestUpdate(context.get(), buffer.data(), file.gcount());
-  }
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest;
-  unsigned int size = 0;
-  EVP_DigestFinal_ex(context.get(), digest.data(), &size);
-  std::string hex;
-  for (unsigned int i = 0; i < size; ++i) absl::StrAppendFormat(&hex, "%02x", digest[i]);
-  return hex;
-}
-
-// Writes `content` to `path` under a temporary name, then renames it.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view content) {
-  const std::string temp = absl::StrCat(path, ".partial-", ::getpid());
-  {
-    std::ofstream out(temp, std::ios::trunc | std::ios::binary);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      return WithContext(absl::UnavailableError("cannot write file"), {.uri = path});
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    return WithContext(ErrnoToStatus(errno, "cannot rename file"), {.uri = path});
-  }
-  return absl::OkStatus();
 }
 
 absl::Status ValidateSample(absl::string_view key,
@@ -172,7 +119,8 @@ absl::StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(
   const std::filesystem::path directory =
       std::filesystem::path(options.pattern).parent_path();
   std::error_code error;
-  if (!directory.empty() && !std::filesystem::is_directory(directory, error)) {
+  if (!IsRemoteUri(options.pattern) && !directory.empty() &&
+      !std::filesystem::is_directory(directory, error)) {
     return WithContext(absl::NotFoundError("output directory does not exist"),
                        {.uri = directory.string()});
   }
@@ -204,23 +152,11 @@ absl::Status ShardWriter::Write(absl::string_view key,
   }
   if (current_ == nullptr) {
     SL_ASSIGN_OR_RETURN(std::string path, ShardPath(options_.pattern, next_index_));
-    const std::filesystem::path final_path(path);
-    const std::string temp_path =
-        (final_path.parent_path() /
-         absl::StrCat(".", final_path.filename().string(), ".partial-", ::getpid()))
-            .string();
-    const int fd = ::open(temp_path.c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return WithContext(ErrnoToStatus(errno, "cannot create shard"), {.uri = path});
-    }
-    absl::StatusOr<std::unique_ptr<TarWriter>> tar = TarWriter::Create(fd, path);
-    if (!tar.ok()) {
-      ::close(fd);
-      std::remove(temp_path.c_str());
-      return tar.status();
-    }
-    current_ = std::make_unique<OpenShard>(path, temp_path, fd, *std::move(tar));
+    SL_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file,
+                        CreateOutputFile(path, options_.destination));
+    auto shard = std::make_unique<OpenShard>(path, std::move(file));
+    SL_ASSIGN_OR_RETURN(shard->tar, TarWriter::Create(ForwardingSink(shard->file.get())));
+    current_ = std::move(shard);
     ++next_index_;
   }
   current_->index.AddSample(key);
@@ -239,25 +175,15 @@ absl::Status ShardWriter::Write(absl::string_view key,
 absl::Status ShardWriter::FinishShard() {
   std::unique_ptr<OpenShard> shard = std::move(current_);
   SL_RETURN_IF_ERROR(shard->tar->Finish());
-  if (::fsync(shard->fd) != 0 || ::close(shard->fd) != 0) {
-    shard->fd = -1;
-    return WithContext(ErrnoToStatus(errno, "cannot flush shard"),
-                       {.uri = shard->path});
-  }
-  shard->fd = -1;
-  ShardInfo info{.path = shard->path, .num_samples = shard->num_samples};
-  SL_ASSIGN_OR_RETURN(info.sha256, Sha256File(shard->temp_path));
-  std::error_code error;
-  info.size_bytes =
-      static_cast<int64_t>(std::filesystem::file_size(shard->temp_path, error));
+  ShardInfo info{.path = shard->path,
+                 .num_samples = shard->num_samples,
+                 .size_bytes = shard->file->size_bytes(),
+                 .sha256 = shard->file->Sha256HexDigest()};
   // The index first: a shard under its final name always has one.
-  SL_RETURN_IF_ERROR(WriteFileAtomically(IndexUriFor(shard->path),
-                                         FormatShardIndex(shard->index)));
-  if (std::rename(shard->temp_path.c_str(), shard->path.c_str()) != 0) {
-    return WithContext(ErrnoToStatus(errno, "cannot rename finished shard"),
-                       {.uri = shard->path});
-  }
-  shard->renamed = true;
+  SL_RETURN_IF_ERROR(WriteWholeFile(IndexUriFor(shard->path),
+                                    FormatShardIndex(shard->index),
+                                    options_.destination));
+  SL_RETURN_IF_ERROR(shard->file->Commit());
   shards_.push_back(std::move(info));
   return absl::OkStatus();
 }
@@ -276,12 +202,12 @@ absl::Status ShardWriter::WriteIndex() const {
                                 {"version", 1},
                                 {"num_samples", total},
                                 {"shards", shards}};
-  return WriteFileAtomically(options_.index_path, index.dump(2) + "\n");
+  return WriteWholeFile(options_.index_path, index.dump(2) + "\n", options_.destination);
 }
 
 void ShardWriter::Abort() {
   closed_ = true;
-  current_.reset();  // removes the unfinished shard's temporary file
+  current_.reset();  // discards the unfinished shard (temporary file or upload)
 }
 
 absl::Status ShardWriter::Close() {

@@ -7,7 +7,9 @@
 // sample would push the current one past `max_size_bytes` or
 // `max_samples_per_shard`. Each shard is written under a temporary name in
 // the same directory and renamed when complete, so a crash never leaves a
-// half-written shard under its final name. Beside each shard goes its sample
+// half-written shard under its final name. Shards may also go to S3
+// ("s3://bucket/train-%06d.tar"): each is a multipart upload that becomes an
+// object only when complete (io/output_file.h). Beside each shard goes its sample
 // index ("train-000000.idx", DALI's WebDataset index format; see
 // format/shard_index.h), written before the shard takes its final name.
 // Close() writes a JSON index of the shards (file name, sample count, size
@@ -26,6 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shardloader/io/open_source.h"
 
 namespace shardloader {
 
@@ -40,6 +43,8 @@ struct ShardWriterOptions {
   int64_t first_shard_index = 0;
   // Path of the JSON index; empty: "index.json" beside the shards.
   std::string index_path;
+  // For s3:// patterns: endpoint, region, credentials' profile, part size.
+  SourceOptions destination;
 };
 
 struct ShardInfo {

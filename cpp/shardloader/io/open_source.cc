@@ -3,6 +3,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "shardloader/io/local_file.h"
+#include "shardloader/io/random_access.h"
+#include "shardloader/io/remote_source.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -15,7 +17,7 @@ absl::StatusOr<std::string> LocalPathOf(const std::string& uri) {
   const std::string scheme = uri.substr(0, scheme_end);
   if (scheme == "http" || scheme == "https" || scheme == "s3") {
     return WithContext(absl::UnimplementedError(absl::StrCat(
-                           scheme, ":// shards are not supported yet")),
+                           "a ", scheme, ":// URI names a remote object, not a local path")),
                        {.uri = uri});
   }
   return WithContext(
@@ -25,6 +27,17 @@ absl::StatusOr<std::string> LocalPathOf(const std::string& uri) {
 
 absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
     const std::string& uri, const SourceOptions& options) {
+  if (IsRemoteUri(uri)) {
+    if (!options.cache_dir.empty()) {
+      // Through the cache: the shard is fetched whole, then read locally.
+      SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> cached,
+                          OpenRandomAccess(uri, options));
+      return StreamOf(std::move(cached), options.block_size_bytes);
+    }
+    SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                        OpenRemoteObject(uri, options));
+    return ParallelStreamOf(std::move(object), options);
+  }
   SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
   return LocalFileSource::Open(path, options.block_size_bytes);
 }

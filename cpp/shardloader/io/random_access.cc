@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "shardloader/io/local_file.h"
+#include "shardloader/io/remote_source.h"
+#include "shardloader/io/shard_cache.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -138,6 +140,12 @@ class RandomAccessStream final : public ByteSource {
 
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
     const std::string& uri, const SourceOptions& options) {
+  if (IsRemoteUri(uri)) {
+    if (!options.cache_dir.empty()) return OpenCachedShard(uri, options);
+    SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                        OpenRemoteObject(uri, options));
+    return RandomAccessOf(std::move(object));
+  }
   SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {

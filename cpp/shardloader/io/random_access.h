@@ -39,9 +39,12 @@ class RandomAccessSource {
   virtual absl::Status ReadAt(int64_t offset, size_t size, char* dst) const = 0;
 };
 
-// Opens `uri` for positional reads (local paths and file:// URIs; remote
-// schemes through their backends). Errors: as OpenSource(), and
-// ResourceExhausted for a pipe longer than `options.max_unseekable_bytes`.
+// Opens `uri` for positional reads: local paths and file:// URIs with
+// pread(2); http(s):// and s3:// with one ranged GET per read (ETag pinned
+// at open, retries, resume: remote_object.h), or, with
+// `options.cache_dir` set, from the shard fetched whole into the local cache
+// (shard_cache.h). Errors: as OpenSource(), and ResourceExhausted for a pipe
+// longer than `options.max_unseekable_bytes`.
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
     const std::string& uri, const SourceOptions& options = {});
 

@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <system_error>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "shardloader/io/remote_source.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -137,11 +139,24 @@ absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern)
 
 absl::StatusOr<std::vector<std::string>> ResolveShards(
     absl::Span<const std::string> specs) {
+  return ResolveShards(specs, SourceOptions());
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveShards(
+    absl::Span<const std::string> specs, const SourceOptions& source) {
   std::vector<std::string> shards;
   for (const std::string& joined : specs) {
     for (absl::string_view spec : absl::StrSplit(joined, "::", absl::SkipEmpty())) {
       SL_ASSIGN_OR_RETURN(std::vector<std::string> expanded, ExpandBraces(spec));
       for (std::string& name : expanded) {
+        // Remote prefixes (io/remote_source.h): listed, *.tar kept.
+        if (IsRemoteUri(name) && absl::EndsWith(name, "/")) {
+          SL_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListPrefix(name, source));
+          for (std::string& uri : listed) {
+            if (absl::EndsWith(uri, ".tar")) shards.push_back(std::move(uri));
+          }
+          continue;
+        }
         std::error_code error;
         if (name.find("://") == std::string::npos &&
             std::filesystem::is_directory(name, error)) {

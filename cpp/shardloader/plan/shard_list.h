@@ -8,6 +8,8 @@
 //   "train-0.tar::train-1.tar"    several specs joined by "::" (WebDataset)
 //   "/data/shards/"               a directory: its *.tar files, sorted by name
 //   "/data/shards/train-0.tar"    one path or URI
+//   "s3://bucket/train/"          an S3 prefix (a URI ending in '/'): its
+//                                 *.tar objects in key order (ListPrefix)
 //
 // Thread-safety: pure functions (ResolveShards reads the file system).
 #ifndef SHARDLOADER_PLAN_SHARD_LIST_H_
@@ -19,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "shardloader/io/open_source.h"
 
 namespace shardloader {
 
@@ -33,6 +36,11 @@ absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern)
 // result or malformed braces; NotFound for a directory that does not exist.
 absl::StatusOr<std::vector<std::string>> ResolveShards(
     absl::Span<const std::string> specs);
+
+// The same, listing remote prefixes ("s3://bucket/train/") with `source`'s
+// endpoint and credentials. Errors: also those of ListPrefix().
+absl::StatusOr<std::vector<std::string>> ResolveShards(
+    absl::Span<const std::string> specs, const SourceOptions& source);
 
 }  // namespace shardloader
 

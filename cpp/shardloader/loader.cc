@@ -117,7 +117,7 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
     options.world_size = world_size.value_or(1);
   }
   SL_ASSIGN_OR_RETURN(std::vector<std::string> shards,
-                      ResolveShards(options.shards));
+                      ResolveShards(options.shards, options.source));
   // Fails early for a bad rank or worker.
   SL_RETURN_IF_ERROR(RankSchedule::Create({.rank = *options.rank,
                                            .world_size = *options.world_size,

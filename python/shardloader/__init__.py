@@ -10,8 +10,9 @@ from .errors import __all__ as _error_names
 from .fields import Bytes, Field, Image, Int, Npy, Ragged, Text
 from .loader import Loader
 from .writer import ShardWriter
+from ._core import SourceOptions
 
 __version__ = "0.1.0"
 
-__all__ = ["Loader", "ShardWriter", "Field", "Bytes", "Text", "Int", "Npy",
+__all__ = ["Loader", "ShardWriter", "SourceOptions", "Field", "Bytes", "Text", "Int", "Npy",
            "Image", "Ragged", *_error_names]

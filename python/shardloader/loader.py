@@ -74,6 +74,10 @@ class Loader:
             ``"shardloader"`` logger (level INFO) at most this often, in
             seconds; None (the default) never logs.
         num_io_threads: threads reading samples.
+        source: how shards are opened and read (:class:`SourceOptions`: S3
+            endpoint, region, profile, retries, timeouts, the local
+            ``cache_dir`` and ``cache_limit_bytes``...); see the README's
+            "Remote shards".
         prefetch_batches: batches decoded ahead of the consumer.
 
     Each batch is a ``dict``: one entry per field (see
@@ -97,7 +101,8 @@ class Loader:
                  epoch: int = 0, worker: int = 0, num_workers: int = 1,
                  output: str | None = None, num_io_threads: int = 2,
                  prefetch_batches: int = 2,
-                 pin_memory: bool = True, log_every_s: float | None = None):
+                 pin_memory: bool = True, log_every_s: float | None = None,
+                 source: _core.SourceOptions | None = None):
         if isinstance(urls, (str, os.PathLike)):
             urls = [urls]
         if output is None:
@@ -133,6 +138,8 @@ class Loader:
         options.num_io_threads = num_io_threads
         options.prefetch_batches = prefetch_batches
         options.pin_memory = pin_memory
+        if source is not None:
+            options.source = source
         self._core = _core.Loader(options)
 
     def __iter__(self) -> Iterator[dict]:

@@ -111,26 +111,13 @@ def missing_uri(uri: str) -> str:
 
 
 def loader_batches(monkeypatch, uris, source_options):
-    """One epoch through sl.Loader reading `uris` with `source_options`.
-
-    sl.Loader has no source-options argument yet, so the options reach the
-    engine by giving loader.py LoaderOptions that already carry them.
-    """
-    original = _core.LoaderOptions
-
-    def with_source():
-        loader_options = original()
-        loader_options.source = source_options
-        return loader_options
-
-    monkeypatch.setattr(_core, "LoaderOptions", with_source)
+    """One epoch through sl.Loader reading `uris` with `source_options`."""
     loader = sl.Loader(uris, fields={"cls": sl.Int("cls"), "bin": sl.Bytes("bin")},
                        batch_size=16, shuffle=True, seed=3, output="numpy",
-                       rank=0, world_size=1)
+                       rank=0, world_size=1, source=source_options)
     out = [(list(b["__key__"]), b["cls"].copy(), b["bin"].values.copy(),
             b["bin"].offsets.copy()) for b in loader]
     loader.close()
-    monkeypatch.setattr(_core, "LoaderOptions", original)
     return out
 
 

@@ -28,7 +28,19 @@ struct BatchReaders::State {
     return next_to_claim++;
   }
 
+  // Hints the shard of the first sample `distance` batches after `j` to the
+  // remote cache, so it is local by the time it is read (a no-op for local
+  // shards and without a cache).
+  void Prefetch(int64_t j, EpochOrder& order) {
+    const int64_t later = j + static_cast<int64_t>(config.lookahead) + 1;
+    if (later >= config.schedule.num_batches()) return;
+    const int64_t p = config.schedule.Batch(later).first;
+    const int64_t position = p < num_samples ? p : (p - num_samples) % num_samples;
+    config.dataset->Prefetch(order.At(position).shard);
+  }
+
   void Read(int64_t j, EpochOrder& order) {
+    Prefetch(j, order);
     const RankSchedule::Span span = config.schedule.Batch(j);
     ReadBatch batch;
     batch.samples.reserve(span.size);

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "shardloader/io/shard_cache.h"
 #include "shardloader/status.h"
 
 namespace shardloader::internal_pipeline {
@@ -170,6 +171,10 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> Dataset::Open(int64_t shard)
   }
   open_.push_back({.shard = shard, .source = *source, .last_use = ++clock_});
   return *source;
+}
+
+void Dataset::Prefetch(int64_t shard) const {
+  PrefetchShard(shards_[shard], options_.source).IgnoreError();
 }
 
 absl::Status Dataset::Read(SampleRef ref, absl::Span<const std::string> wanted,

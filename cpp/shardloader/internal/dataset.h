@@ -55,6 +55,10 @@ class Dataset {
   // or shard), ... naming it.
   absl::StatusOr<std::vector<int64_t>> Counts() ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Starts fetching `shard` into the remote cache (see io/shard_cache.h);
+  // errors are left to the read.
+  void Prefetch(int64_t shard) const;
+
   // Reads sample `ref` into `*out` (members with extensions in `wanted`;
   // see ReadIndexedSample) and sets its shard and shard index.
   absl::Status Read(SampleRef ref, absl::Span<const std::string> wanted,

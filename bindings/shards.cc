@@ -5,6 +5,7 @@
 
 #include "bindings/status.h"
 #include "shardloader/format/sample_reader.h"
+#include "shardloader/format/shard_index.h"
 #include "shardloader/io/open_source.h"
 #include "shardloader/plan/shard_list.h"
 
@@ -16,9 +17,13 @@ void RegisterShards(py::module_& m) {
   m.def("expand_braces", [](const std::string& pattern) {
     return Unwrap(ExpandBraces(pattern));
   });
-  m.def("resolve_shards", [](const std::vector<std::string>& specs) {
-    return Unwrap(ResolveShards(specs));
-  });
+  m.def("resolve_shards", [](const std::vector<std::string>& specs,
+                             const SourceOptions& source) {
+    return WithoutGil([&] { return ResolveShards(specs, source); });
+  }, py::arg("specs"), py::arg("source") = SourceOptions());
+  m.def("write_shard_index", [](const std::string& uri, const SourceOptions& source) {
+    return WithoutGil([&] { return WriteShardIndexFile(uri, source); });
+  }, py::arg("uri"), py::arg("source") = SourceOptions());
 
   py::class_<SampleReader>(m, "SampleReader")
       .def(py::init([](const std::string& uri, bool read_data) {

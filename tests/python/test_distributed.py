@@ -236,3 +236,49 @@ def test_skip_budget_is_enforced(corrupt_shards):
         for _ in sl.Loader(corrupt_shards, fields=CORRUPT_FIELDS, batch_size=10,
                            on_error="skip", max_errors=2):
             pass
+
+
+# ---------------------------------------------------------------------------
+# Sample indexes
+
+def test_index_command_writes_the_index_pack_would_write(tmp_path):
+    """Shards written by another tool get the same .idx as ShardWriter's; the
+    loader then counts from it without reading the shard's headers."""
+    from conftest import shardloader_command
+    shards = write_shards(tmp_path, 30, 10, lambda i: {"txt": "x" * i})
+    written = {s: open(s[:-4] + ".idx").read() for s in shards}
+    for s in shards:
+        (tmp_path / (s[:-4] + ".idx")).unlink()
+    proc = subprocess.run([*shardloader_command(), "index", str(tmp_path / "d-{0000..0002}.tar")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "indexed 3 of 3 shards" in proc.stdout
+    for s in shards:
+        assert open(s[:-4] + ".idx").read() == written[s]
+    assert written[shards[0]].startswith("v1.2 10\n")
+
+
+def test_dali_index_files_are_used(tmp_path):
+    """A DALI v1.1 index (no member names) is read too: keys then come from
+    the sample's number in the shard."""
+    shards = write_shards(tmp_path, 12, 12)
+    idx = tmp_path / "d-0000.idx"
+    lines = idx.read_text().splitlines()
+    v11 = ["v1.1 12"] + [" ".join(line.split()[:3]) for line in lines[1:]]
+    idx.write_text("\n".join(v11) + "\n")
+    batch = next(iter(sl.Loader(shards, fields=FIELDS, batch_size=12, shuffle=False,
+                                output="numpy")))
+    assert batch["cls"].tolist() == list(range(12))
+    assert batch["__key__"] == [str(i) for i in range(12)]
+
+
+def test_a_stale_index_is_an_error_not_a_wrong_sample(tmp_path):
+    shards = write_shards(tmp_path, 10, 10, lambda i: {"txt": "a" * 600})
+    idx = (tmp_path / "d-0000.idx").read_text()
+    write_shards(tmp_path, 10, 10, lambda i: {"txt": "a" * 5})  # rewritten shard
+    (tmp_path / "d-0000.idx").write_text(idx)                    # old index back
+    with pytest.raises(sl.DataLossError, match="no matching tar header") as info:
+        for _ in sl.Loader(shards, fields={"t": sl.Text("txt")}, batch_size=5,
+                           shuffle=False):
+            pass
+    assert info.value.uri == shards[0] and info.value.key

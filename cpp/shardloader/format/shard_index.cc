@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "shardloader/format/sample_reader.h"
 #include "shardloader/format/tar_reader.h"
+#include "shardloader/io/output_file.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -137,6 +138,16 @@ std::string FormatShardIndex(const ShardIndex& index) {
     out += '\n';
   }
   return out;
+}
+
+absl::StatusOr<int64_t> WriteShardIndexFile(const std::string& uri,
+                                            const SourceOptions& options) {
+  SL_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenSource(uri, options));
+  ShardIndex index;
+  SL_RETURN_IF_ERROR(ScanShardIndex(std::move(source), &index));
+  SL_RETURN_IF_ERROR(
+      WriteWholeFile(IndexUriFor(uri), FormatShardIndex(index), options));
+  return index.num_samples();
 }
 
 std::string IndexUriFor(const std::string& shard_uri) {

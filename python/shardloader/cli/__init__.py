@@ -1,11 +1,11 @@
-"""The ``shardloader`` command: pack, inspect, demo."""
+"""The ``shardloader`` command: pack, index, inspect, demo."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from . import demo, inspect, pack
+from . import demo, index, inspect, pack
 
 __all__ = ["main"]
 
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Pack many small files into tar shards and stream them "
                     "back at full speed.")
     commands = parser.add_subparsers(dest="command", required=True)
-    for module in (pack, inspect, demo):
+    for module in (pack, index, inspect, demo):
         module.register(commands)
     args = parser.parse_args(argv)
     try:

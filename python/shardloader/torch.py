@@ -10,10 +10,12 @@ Use it when a training script expects a DataLoader::
 
 The dataset yields whole batches (``batch_size=None`` tells the DataLoader
 not to batch again). With ``num_workers > 0`` each worker process builds its
-own Loader over its share of this rank's shards (worker k of K reads every
-K-th shard, as WebDataset's ``split_by_worker``) and decodes with
-``cpus // num_workers`` threads. A plain ``Loader`` in the main process is
-usually faster: it decodes with threads outside the GIL already.
+own Loader and yields every K-th of this rank's batches (worker k of K
+starts at k), so the DataLoader's round-robin gives the same batches, in the
+same order, as a single Loader; each decodes with ``cpus // num_workers``
+threads. A plain ``Loader`` in the main process is usually faster: it
+decodes with threads outside the GIL already, and it is the one with
+``state_dict()`` / ``load_state_dict()`` for exact resume.
 """
 
 from __future__ import annotations

@@ -98,3 +98,12 @@ def test_dataloader_same_seed_same_samples_per_epoch(keyed_shards):
     _, a = run_dataloader(keyed_shards, 0, batch_size=16, seed=5)
     _, b = run_dataloader(keyed_shards, 0, batch_size=16, seed=5)
     assert a == b
+
+
+def test_workers_give_the_same_batches_in_the_same_order_as_one_loader(keyed_shards):
+    """Worker k takes every num_workers-th batch of the rank from k: the
+    DataLoader's round-robin puts them back in the single Loader's order."""
+    reference = [list(b["__key__"]) for b in sl.Loader(keyed_shards, FIELDS,
+                                                       batch_size=16, seed=4)]
+    batches, _ = run_dataloader(keyed_shards, 3, "fork", batch_size=16, seed=4)
+    assert [list(b["__key__"]) for b in batches] == reference

@@ -19,17 +19,18 @@ void RegisterWriter(py::module_& m) {
   py::class_<ShardWriter>(m, "ShardWriter")
       .def(py::init([](std::string pattern, int64_t max_size_bytes,
                        int64_t max_samples_per_shard, int64_t first_shard_index,
-                       std::string index_path) {
+                       std::string index_path, SourceOptions destination) {
              return Unwrap(ShardWriter::Create(
                  {.pattern = std::move(pattern),
                   .max_size_bytes = max_size_bytes,
                   .max_samples_per_shard = max_samples_per_shard,
                   .first_shard_index = first_shard_index,
-                  .index_path = std::move(index_path)}));
+                  .index_path = std::move(index_path),
+                  .destination = std::move(destination)}));
            }),
            py::arg("pattern"), py::arg("max_size_bytes"),
            py::arg("max_samples_per_shard"), py::arg("first_shard_index"),
-           py::arg("index_path"))
+           py::arg("index_path"), py::arg("destination") = SourceOptions())
       .def("write",
            [](ShardWriter& writer, const std::string& key,
               const std::vector<ShardWriter::Field>& fields) {

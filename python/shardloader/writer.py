@@ -36,15 +36,19 @@ class ShardWriter:
     Args:
         pattern: output path with a number placeholder, printf-style
             (``"out/train-%06d.tar"``) or an open brace range
-            (``"out/train-{000000..}.tar"``).
+            (``"out/train-{000000..}.tar"``); a local path or ``s3://``
+            (multipart upload: an object appears only when complete).
         max_size_bytes: start a new shard before one would exceed this size.
         max_count: start a new shard after this many samples.
         first_shard_index: number of the first shard.
         index_path: where to write the JSON index (shard names, sample
             counts, sizes in bytes, SHA-256); default ``index.json`` beside
             the shards.
+        destination: :class:`SourceOptions` for ``s3://`` output (endpoint,
+            region, profile, part size); credentials come from the usual
+            AWS variables and files.
 
-    Each shard is written to a temporary name and renamed when complete.
+    Each shard is followed by its sample index (``.idx``). Each shard is written to a temporary name and renamed when complete.
     Use as a context manager, or call :meth:`close`; leaving the ``with``
     block through an exception removes the unfinished shard (:meth:`abort`).
 
@@ -55,10 +59,12 @@ class ShardWriter:
 
     def __init__(self, pattern: str | os.PathLike, *, max_size_bytes: int = 1 << 30,
                  max_count: int = 100_000, first_shard_index: int = 0,
-                 index_path: str | os.PathLike | None = None):
+                 index_path: str | os.PathLike | None = None,
+                 destination: _core.SourceOptions | None = None):
         self._writer = _core.ShardWriter(
             os.fspath(pattern), max_size_bytes, max_count, first_shard_index,
-            os.fspath(index_path) if index_path is not None else "")
+            os.fspath(index_path) if index_path is not None else "",
+            destination if destination is not None else _core.SourceOptions())
 
     def write(self, sample: Mapping[str, object]) -> None:
         """Writes one sample: ``{"__key__": key, extension: value, ...}``.

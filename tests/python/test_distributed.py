@@ -73,10 +73,10 @@ TORCHRUN_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("num_samples,per_shard", [(103, 20), (64, 64)])
+@pytest.mark.parametrize("num_samples,per_shard", [(103, 15), (64, 64)])
 def test_torchrun_ranks_get_equal_disjoint_batches_covering_the_epoch(
         tmp_path, num_samples, per_shard):
-    """6 shards (or 1, fewer than the ranks) for 2 ranks: equal batch counts,
+    """7 shards (or 1, fewer than the ranks) for 2 ranks: equal batch counts,
     no hang, and the ranks' samples are the epoch (103 is padded by one)."""
     pytest.importorskip("torch.distributed")
     shards = write_shards(tmp_path / "data", num_samples, per_shard)

@@ -460,9 +460,10 @@ def test_shard_writer_writes_s3_multipart_objects_only_when_complete(moto, aws_e
     assert info["sha256"] == hashlib.sha256(data).hexdigest()
 
 
-def test_aborted_s3_shard_leaves_no_object_and_no_upload(moto, aws_env, monkeypatch):
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.url)
-    writer = sl.ShardWriter(f"s3://{BUCKET}/aborted/out-%04d.tar", max_count=100)
+def test_aborted_s3_shard_leaves_no_object_and_no_upload(moto, aws_env):
+    # The endpoint given as an option this time, not through the environment.
+    writer = sl.ShardWriter(f"s3://{BUCKET}/aborted/out-%04d.tar", max_count=100,
+                            destination=options(endpoint_url=moto.url))
     for i in range(25):
         writer.write({"__key__": f"k{i:03d}", "bin": os.urandom(300_000)})
     writer.abort()

@@ -350,7 +350,7 @@ def run_webdataset(spec):
     shards = spec["data"]["shards"] * spec.get("data_repeat", 1)
     dataset = (wds.WebDataset(shards, shardshuffle=len(shards), seed=spec["seed"],
                               empty_check=False)
-               .shuffle(1000)  # the same sample shuffle buffer as shardloader's default
+               .shuffle(1000)  # a sample shuffle buffer of 1000, webdataset's usual setting
                .map(to_pair)
                .batched(spec["batch_size"], collation_fn=collate, partial=True))
     kwargs = dataloader_kwargs(spec, None)

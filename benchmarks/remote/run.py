@@ -81,6 +81,8 @@ def main():
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--shard-mb", type=int, default=64)
     parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", type=int, default=8,
+                        help="ranged GETs in flight per shard (SourceOptions.max_concurrency)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="sl-remote-bench-"))
     os.chmod(work, 0o755)
@@ -99,6 +101,7 @@ def main():
     fast = FaultProxy(nginx.url)
     slow = FaultProxy(nginx.url, delay_s=args.latency_ms / 1000)
     options = _core.SourceOptions()  # defaults: 8 MiB parts, 8 in flight
+    options.max_concurrency = args.concurrency
     s3_options = _core.SourceOptions()
     s3_options.endpoint_url = moto.url
     one = _core.SourceOptions()
@@ -111,7 +114,7 @@ def main():
         "http stream (nginx)": rate(stream_all(http, options), total),
         "s3 stream (moto)": rate(stream_all([f"s3://bench/{n}" for n in names], s3_options), total),
         "http via proxy, 0 ms": rate(stream_all([f"{fast.url}/{n}" for n in names], options), total),
-        f"http via proxy, {args.latency_ms:g} ms, 8 in flight":
+        f"http via proxy, {args.latency_ms:g} ms, {args.concurrency} in flight":
             rate(stream_all([f"{slow.url}/{n}" for n in names], options), total),
         f"http via proxy, {args.latency_ms:g} ms, 1 in flight":
             rate(stream_all([f"{slow.url}/{n}" for n in names], one), total, repeats=1),
@@ -122,8 +125,8 @@ def main():
         results["webdataset, http (nginx)"] = rate(webdataset_all(http), total)
     except ImportError:
         results["webdataset, http (nginx)"] = None
-    results["latency ratio (8 in flight / 0 ms)"] = (
-        results[f"http via proxy, {args.latency_ms:g} ms, 8 in flight"]
+    results[f"latency ratio ({args.concurrency} in flight / 0 ms)"] = (
+        results[f"http via proxy, {args.latency_ms:g} ms, {args.concurrency} in flight"]
         / results["http via proxy, 0 ms"])
     for proc in (fast, slow, nginx, moto):
         proc.close()

@@ -35,7 +35,8 @@ std::string Repr(const SourceOptions& o) {
       "SourceOptions(part_size_bytes=", o.part_size_bytes,
       ", max_concurrency=", o.max_concurrency, ", max_attempts=", o.max_attempts,
       ", endpoint_url='", o.endpoint_url, "', region='", o.region, "', profile='",
-      o.profile, "', anonymous=", o.anonymous ? "True" : "False", ", cache_dir='",
+      o.profile, "', anonymous=", o.anonymous ? "True" : "False", ", ca_bundle='",
+      o.ca_bundle, "', cache_dir='",
       o.cache_dir, "', cache_limit_bytes=", o.cache_limit_bytes, ")");
 }
 
@@ -54,6 +55,7 @@ void RegisterSource(py::module_& m) {
       .def_readwrite("region", &SourceOptions::region)
       .def_readwrite("profile", &SourceOptions::profile)
       .def_readwrite("anonymous", &SourceOptions::anonymous)
+      .def_readwrite("ca_bundle", &SourceOptions::ca_bundle)
       .def_readwrite("cache_dir", &SourceOptions::cache_dir)
       .def_readwrite("cache_limit_bytes", &SourceOptions::cache_limit_bytes)
       .def("__repr__", &Repr);

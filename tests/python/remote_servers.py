@@ -1,6 +1,8 @@
 """Real servers on loopback for the remote-shard tests, started by the tests.
 
-- ``Nginx``: Debian's nginx serving a directory (range requests, ETags).
+- ``Nginx``: Debian's nginx serving a directory (range requests, ETags),
+  over plain HTTP/1.1 or HTTPS with HTTP/2 under a self-signed certificate
+  made at start; its access log records each request's protocol.
 - ``MotoS3``: moto's S3-compatible server (``python -m moto.server``) in a
   subprocess, with request signatures checked against an IAM user it creates.
 - ``FaultProxy``: an HTTP proxy written here that sits between shardloader
@@ -47,15 +49,59 @@ def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: floa
     raise RuntimeError(f"{what} did not listen on port {port} within {timeout} s")
 
 
-class Nginx:
-    """nginx serving ``root`` on 127.0.0.1 (``url`` is its base URL)."""
+def nginx_version(binary: str) -> tuple[int, ...]:
+    """(1, 22, 1) from ``nginx -v`` ("nginx version: nginx/1.22.1", on stderr)."""
+    out = subprocess.run([binary, "-v"], capture_output=True, text=True, check=True)
+    text = (out.stderr or out.stdout).strip()
+    return tuple(int(part) for part in text.rsplit("/", 1)[1].split(".")[:3])
 
-    def __init__(self, root: Path, work: Path):
+
+def self_signed_certificate(work: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost (P-256, 1 day),
+    made with the ``openssl`` command line: (certificate PEM, key PEM). The
+    certificate is its own CA, so it doubles as a CA bundle that trusts it."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command line is not installed "
+                    "(scripts/install-deps.sh installs it)")
+    cert, key = work / "server.crt", work / "server.key"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec",
+                    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+class Nginx:
+    """nginx serving ``root`` on 127.0.0.1 (``url`` is its base URL).
+
+    With ``tls=True`` it serves HTTPS with HTTP/2 (ALPN "h2") under a
+    self-signed certificate made at start; ``ca_bundle`` is that
+    certificate's PEM file, the CA file a client must trust. ``requests()``
+    reads the access log, which records each request's protocol.
+    """
+
+    def __init__(self, root: Path, work: Path, tls: bool = False):
         binary = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
         if binary is None:
             pytest.skip("nginx is not installed (scripts/install-deps.sh installs it)")
         self.port = free_port()
         work.mkdir(parents=True, exist_ok=True)
+        self.access_log = work / "access.log"
+        listen = f"listen 127.0.0.1:{self.port};"
+        self.ca_bundle: Path | None = None
+        if tls:
+            cert, key = self_signed_certificate(work)
+            self.ca_bundle = cert
+            # "http2 on;" arrived in nginx 1.25.1; before it, a listen flag.
+            if nginx_version(binary) >= (1, 25, 1):
+                listen = f"listen 127.0.0.1:{self.port} ssl;\n    http2 on;"
+            else:
+                listen = f"listen 127.0.0.1:{self.port} ssl http2;"
+            listen += (f"\n    ssl_certificate {cert};\n    ssl_certificate_key {key};"
+                       "\n    ssl_protocols TLSv1.2 TLSv1.3;")
         user = "user root;\n" if os.geteuid() == 0 else ""
         temp = "\n".join(f"  {name}_temp_path {work}/{name};"
                          for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
@@ -63,12 +109,24 @@ class Nginx:
         config.write_text(
             f"{user}daemon off;\nworker_processes 1;\npid {work}/nginx.pid;\n"
             f"error_log {work}/error.log;\nevents {{ worker_connections 512; }}\n"
-            f"http {{\n  access_log off;\n{temp}\n  keepalive_requests 100000;\n"
-            f"  server {{\n    listen 127.0.0.1:{self.port};\n    root {root};\n  }}\n}}\n")
+            f"http {{\n  log_format protocol '$request_method $request_uri $server_protocol $status';\n"
+            f"  access_log {self.access_log} protocol;\n{temp}\n  keepalive_requests 100000;\n"
+            f"  server {{\n    {listen}\n    root {root};\n  }}\n}}\n")
         self.process = subprocess.Popen([binary, "-p", str(work), "-c", str(config)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         wait_for_port(self.port, self.process, "nginx")
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
+
+    def requests(self) -> list[tuple[str, str, str, int]]:
+        """(method, path, protocol, status) of every request logged so far,
+        e.g. ("GET", "/train-000000.tar", "HTTP/2.0", 206)."""
+        if not self.access_log.exists():
+            return []
+        entries = []
+        for line in self.access_log.read_text().splitlines():
+            method, path, protocol, status = line.split(" ")
+            entries.append((method, path, protocol, int(status)))
+        return entries
 
     def close(self):
         self.process.terminate()

@@ -1,8 +1,11 @@
-"""Remote shards: HTTP (nginx), S3 (moto, signatures checked), faults, cache.
+"""Remote shards: HTTP and HTTPS/HTTP/2 (nginx), S3 (moto, signatures
+checked), faults, cache.
 
 Every server runs on 127.0.0.1, started here (remote_servers.py). The shared
-suite (``SOURCES``) runs the same checks on a local directory, nginx and the
-S3 server; the fault tests put FaultProxy between shardloader and a server.
+suite (``SOURCES``) runs the same checks on a local directory, nginx over
+HTTP/1.1, nginx over HTTPS with HTTP/2 (self-signed certificate, trusted
+through ``ca_bundle``) and the S3 server; the fault tests put FaultProxy
+between shardloader and a server.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pytest
 
 import shardloader as sl
 from shardloader import _core
-from remote_servers import FaultProxy, MotoS3, Nginx
+from remote_servers import FaultProxy, MotoS3, Nginx, self_signed_certificate
 
 NUM_SHARDS = 3
 BUCKET = "shards"
@@ -51,6 +54,14 @@ def shard_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def nginx(shard_dir, tmp_path_factory):
     server = Nginx(shard_dir, tmp_path_factory.mktemp("nginx"))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def nginx_https(shard_dir, tmp_path_factory):
+    """nginx over HTTPS with HTTP/2, under a self-signed certificate."""
+    server = Nginx(shard_dir, tmp_path_factory.mktemp("nginx-https"), tls=True)
     yield server
     server.close()
 
@@ -88,7 +99,7 @@ def options(**fields) -> _core.SourceOptions:
     return o
 
 
-SOURCES = ["local", "http", "s3"]
+SOURCES = ["local", "http", "https", "s3"]
 
 
 @pytest.fixture(params=SOURCES)
@@ -101,6 +112,10 @@ def source(request, shard_dir):
     if request.param == "http":
         server = request.getfixturevalue("nginx")
         return [f"{server.url}/{n}" for n in names], options(), local
+    if request.param == "https":
+        server = request.getfixturevalue("nginx_https")
+        return ([f"{server.url}/{n}" for n in names],
+                options(ca_bundle=str(server.ca_bundle)), local)
     server = request.getfixturevalue("aws_env")
     return ([f"s3://{BUCKET}/train/{n}" for n in names],
             options(endpoint_url=server.url), local)
@@ -179,6 +194,76 @@ def test_loader_through_the_cache_matches_a_local_run(source, tmp_path, monkeypa
     o.cache_dir = str(tmp_path / "cache")
     assert_same(loader_batches(monkeypatch, uris, o), expected)
     assert_same(loader_batches(monkeypatch, uris, o), expected)  # second epoch: from cache
+
+
+# ---------------------------------------------------------------------------
+# HTTPS: HTTP/2, certificate verification
+
+def test_https_reads_use_http2_and_plain_http_uses_http11(nginx_https, nginx, shard_dir):
+    name = "train-000002.tar"
+    expected = (shard_dir / name).read_bytes()
+    logged = len(nginx_https.requests())
+    o = options(ca_bundle=str(nginx_https.ca_bundle))
+    assert _core.read_stream(f"{nginx_https.url}/{name}", o) == expected
+    new = nginx_https.requests()[logged:]
+    # One HEAD, then ranged GETs of 256 KiB parts (206 Partial Content).
+    assert [(m, p, status) for m, p, _, status in new if m == "HEAD"] == [("HEAD", f"/{name}", 200)]
+    gets = [entry for entry in new if entry[0] == "GET"]
+    assert len(gets) >= len(expected) // (256 << 10)
+    assert all(path == f"/{name}" and status == 206 for _, path, _, status in gets)
+    assert {protocol for _, _, protocol, _ in new} == {"HTTP/2.0"}
+    # The same client over plain http:// speaks HTTP/1.1 (no TLS, no ALPN).
+    logged = len(nginx.requests())
+    assert _core.read_stream(f"{nginx.url}/{name}", options()) == expected
+    assert {protocol for _, _, protocol, _ in nginx.requests()[logged:]} == {"HTTP/1.1"}
+
+
+def test_https_loader_over_http2_matches_a_local_run(nginx_https, shard_dir, monkeypatch):
+    names = sorted(p.name for p in shard_dir.glob("train-*.tar"))
+    expected = loader_batches(monkeypatch, [str(shard_dir / n) for n in names], options())
+    logged = len(nginx_https.requests())
+    got = loader_batches(monkeypatch, [f"{nginx_https.url}/{n}" for n in names],
+                         options(ca_bundle=str(nginx_https.ca_bundle)))
+    assert_same(got, expected)
+    new = nginx_https.requests()[logged:]
+    assert {path for _, path, _, _ in new} >= {f"/{n}" for n in names}
+    assert {protocol for _, _, protocol, _ in new} == {"HTTP/2.0"}
+
+
+def test_https_self_signed_server_without_ca_bundle_is_refused(nginx_https):
+    uri = f"{nginx_https.url}/train-000000.tar"
+    logged = len(nginx_https.requests())
+    with pytest.raises(sl.PermissionDeniedError) as info:  # not retried, not Unavailable
+        _core.open_random_access(uri, options())
+    assert isinstance(info.value, PermissionError)
+    assert info.value.uri == uri
+    message = str(info.value)
+    assert "certificate" in message and "ca_bundle" in message
+    assert "gave up after" not in message
+    assert len(nginx_https.requests()) == logged  # no request got past the handshake
+
+
+def test_https_certificate_of_another_ca_is_refused(nginx_https, tmp_path):
+    # ca_bundle replaces the trust store; it never turns verification off.
+    other_ca, _ = self_signed_certificate(tmp_path)
+    with pytest.raises(sl.PermissionDeniedError, match="certificate"):
+        _core.read_stream(f"{nginx_https.url}/train-000000.tar",
+                          options(ca_bundle=str(other_ca)))
+
+
+def test_https_unreadable_ca_bundle_is_invalid_argument(nginx_https, tmp_path):
+    missing = tmp_path / "no-such-ca.pem"
+    with pytest.raises(sl.InvalidArgumentError, match="ca_bundle"):
+        _core.open_random_access(f"{nginx_https.url}/train-000000.tar",
+                                 options(ca_bundle=str(missing)))
+
+
+def test_ca_bundle_round_trips_and_shows_in_repr():
+    o = _core.SourceOptions()
+    assert o.ca_bundle == ""
+    o.ca_bundle = "/etc/ssl/private-ca.pem"
+    assert o.ca_bundle == "/etc/ssl/private-ca.pem"
+    assert "ca_bundle='/etc/ssl/private-ca.pem'" in repr(o)
 
 
 # ---------------------------------------------------------------------------

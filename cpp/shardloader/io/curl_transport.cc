@@ -97,6 +97,15 @@ absl::Status TransferStatus(const Transfer& transfer) {
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", detail));
+    case CURLE_SSL_CACERT_BADFILE:
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": cannot load the CA certificates (", detail,
+          "); check SourceOptions.ca_bundle"));
+    case CURLE_PEER_FAILED_VERIFICATION:
+      // Not retried: an untrusted certificate stays untrusted.
+      return absl::PermissionDeniedError(absl::StrCat(
+          where, ": the server's TLS certificate is not trusted (", detail,
+          "); SourceOptions.ca_bundle names the CA file to trust"));
     default:
       break;
   }
@@ -138,6 +147,9 @@ struct CurlTransport::Impl {
     curl_easy_setopt(easy, CURLOPT_WRITEDATA, transfer);
     curl_easy_setopt(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(easy, CURLOPT_PIPEWAIT, 1L);
+    if (!request.ca_bundle.empty()) {
+      curl_easy_setopt(easy, CURLOPT_CAINFO, request.ca_bundle.c_str());
+    }
     curl_easy_setopt(easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
                      static_cast<long>(absl::ToInt64Milliseconds(request.connect_timeout)));

@@ -44,6 +44,9 @@ struct HttpRequest {
   // bytes per second for `low_speed_time` (a stalled server).
   int64_t low_speed_bytes_per_s = 1024;
   absl::Duration low_speed_time = absl::Seconds(30);
+  // PEM file of the CA certificates TLS peers are verified against; empty:
+  // libcurl's default store. Verification is never turned off.
+  std::string ca_bundle;
 };
 
 struct HttpResponse {
@@ -67,7 +70,9 @@ class CurlTransport {
   // arrived, so a caller can resume). Any HTTP status is a success here; the
   // returned error is about the transfer: Unavailable (cannot connect,
   // connection reset or closed mid-body, DNS), DeadlineExceeded (connect or
-  // low-speed timeout), DataLoss (a body longer than the sink). Messages
+  // low-speed timeout), DataLoss (a body longer than the sink),
+  // PermissionDenied (the server's TLS certificate is not trusted),
+  // InvalidArgument (malformed URL, `ca_bundle` unreadable). Messages
   // name the URL without its query string, never a header.
   absl::Status Perform(const HttpRequest& request, HttpResponse* response);
 

@@ -40,6 +40,11 @@ struct SourceOptions {
   // dropped (and retried, resuming at the byte where it stopped).
   int64_t low_speed_bytes_per_s = 1024;
   absl::Duration low_speed_time = absl::Seconds(30);
+  // A PEM file of the CA certificates that https:// servers (and S3
+  // endpoints) are verified against; empty: libcurl's default trust store.
+  // Certificates are always verified: a server the store does not vouch for
+  // is refused (PermissionDenied); an unreadable file is InvalidArgument.
+  std::string ca_bundle;
 
   // --- S3 (s3_client.h). Credentials are never options: they come from
   // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or the

@@ -43,6 +43,7 @@ HttpRequest BaseRequestOf(const SourceOptions& options, std::string method,
   request.connect_timeout = options.connect_timeout;
   request.low_speed_bytes_per_s = options.low_speed_bytes_per_s;
   request.low_speed_time = options.low_speed_time;
+  request.ca_bundle = options.ca_bundle;
   return request;
 }
 

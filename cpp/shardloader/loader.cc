@@ -169,16 +169,21 @@ absl::StatusOr<RankSchedule> Loader::Schedule() {
   return Schedule(TotalSamples(counts));
 }
 
+ScheduleOptions Loader::ReaderSchedule() const {
+  return {.start = start_,
+          .rank = *options_.rank,
+          .world_size = *options_.world_size,
+          .worker = options_.worker,
+          .num_workers = options_.num_workers,
+          .batch_size = options_.batch_size,
+          .drop_last = options_.drop_last,
+          .remainder = options_.remainder};
+}
+
 absl::StatusOr<RankSchedule> Loader::Schedule(int64_t num_samples) const {
-  return RankSchedule::Create({.num_samples = num_samples,
-                               .start = std::min(start_, num_samples),
-                               .rank = *options_.rank,
-                               .world_size = *options_.world_size,
-                               .worker = options_.worker,
-                               .num_workers = options_.num_workers,
-                               .batch_size = options_.batch_size,
-                               .drop_last = options_.drop_last,
-                               .remainder = options_.remainder});
+  ScheduleOptions options = ReaderSchedule();
+  options.num_samples = num_samples;
+  return RankSchedule::Create(options);
 }
 
 absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
@@ -193,14 +198,7 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
                     .epoch = epoch_,
                     .shuffle = options_.shuffle,
                     .window_shards = options_.window_shards},
-          .schedule = {.start = start_,
-                       .rank = *options_.rank,
-                       .world_size = *options_.world_size,
-                       .worker = options_.worker,
-                       .num_workers = options_.num_workers,
-                       .batch_size = options_.batch_size,
-                       .drop_last = options_.drop_last,
-                       .remainder = options_.remainder},
+          .schedule = ReaderSchedule(),
           .fields = options_.fields,
           .skip_bad_samples = options_.on_error == OnError::kSkip,
           .max_errors = options_.max_errors,

@@ -182,6 +182,8 @@ class Loader {
   absl::StatusOr<RankSchedule> Schedule() ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<RankSchedule> Schedule(int64_t num_samples) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // This reader's schedule options from start_, without the sample count.
+  ScheduleOptions ReaderSchedule() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The running epoch's pipeline, started if need be.
   absl::StatusOr<std::shared_ptr<internal_pipeline::Pipeline>> StartedPipeline()
       ABSL_LOCKS_EXCLUDED(mu_);

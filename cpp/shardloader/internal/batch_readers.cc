@@ -51,15 +51,9 @@ struct BatchReaders::State {
       batch.positions.push_back(position);
       batch.errors.push_back(config.dataset->Read(
           order.At(position), config.wanted_extensions, &sample));
-      if (Stopped()) return;
     }
     absl::MutexLock lock(&mu);
     ready[j] = std::move(batch);
-  }
-
-  bool Stopped() ABSL_LOCKS_EXCLUDED(mu) {
-    absl::MutexLock lock(&mu);
-    return stopped;
   }
 
   const BatchReadersConfig config;

@@ -19,6 +19,12 @@ std::vector<std::string> WantedExtensions(const std::vector<FieldSpec>& fields) 
 
 }  // namespace
 
+struct Pipeline::Counting {
+  absl::Mutex mu;
+  std::optional<absl::StatusOr<std::vector<int64_t>>> result ABSL_GUARDED_BY(mu);
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+};
+
 Pipeline::Pipeline(PipelineConfig config,
                    std::shared_ptr<internal_batch::BatchPool> pool,
                    tbb::task_arena* arena)
@@ -28,6 +34,7 @@ Pipeline::Pipeline(PipelineConfig config,
       sample_pool_(std::make_shared<SamplePool>(static_cast<size_t>(
           std::max<int64_t>(2 * config_.schedule.batch_size, 256)))),
       ready_(config_.prefetch_batches),
+      counting_(std::make_shared<Counting>()),
       assembler_([this] { Assemble(); }) {}
 
 Pipeline::~Pipeline() {
@@ -41,37 +48,29 @@ void Pipeline::Stop() {
     stopped_ = true;
     if (readers_ != nullptr) readers_->Stop();
   }
+  {
+    absl::MutexLock lock(&counting_->mu);
+    counting_->stopped = true;
+  }
   ready_.Close();
 }
 
 bool Pipeline::Start() {
-  // Counting may block in a read that never returns (a FIFO without a
-  // writer, a hung mount): it runs on a detached thread, and Stop() wakes
-  // the wait.
-  struct Counting {
-    absl::Mutex mu;
-    std::optional<absl::StatusOr<std::vector<int64_t>>> result ABSL_GUARDED_BY(mu);
-  };
-  auto counting = std::make_shared<Counting>();
-  std::thread([counting, dataset = config_.dataset] {
+  std::thread([counting = counting_, dataset = config_.dataset] {
     absl::StatusOr<std::vector<int64_t>> result = dataset->Counts();
     absl::MutexLock lock(&counting->mu);
     counting->result = std::move(result);
   }).detach();
   absl::StatusOr<std::vector<int64_t>> counts;
   {
-    absl::MutexLock lock(&mu_);
-    while (true) {
-      {
-        absl::MutexLock result_lock(&counting->mu);
-        if (counting->result.has_value()) {
-          counts = *std::move(counting->result);
-          break;
-        }
-      }
-      if (stopped_) return false;
-      mu_.AwaitWithTimeout(absl::Condition(&stopped_), absl::Milliseconds(10));
-    }
+    Counting& c = *counting_;
+    absl::MutexLock lock(&c.mu);
+    auto done = [&c]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu) {
+      return c.stopped || c.result.has_value();
+    };
+    c.mu.Await(absl::Condition(&done));
+    if (c.stopped) return false;
+    counts = *std::move(c.result);
   }
   if (!counts.ok()) {
     Fail(counts.status());
@@ -80,7 +79,6 @@ bool Pipeline::Start() {
   ScheduleOptions options = config_.schedule;
   options.num_samples = 0;
   for (int64_t count : *counts) options.num_samples += count;
-  options.start = std::min(options.start, options.num_samples);
   absl::StatusOr<RankSchedule> schedule = RankSchedule::Create(options);
   if (!schedule.ok()) {
     Fail(schedule.status());

@@ -77,6 +77,11 @@ class Pipeline {
 
  private:
   void Assemble();
+  // The dataset's sample counts, computed on a detached thread: a read that
+  // never returns (a FIFO without a writer, a hung mount) must not keep
+  // Stop() waiting. Shared with that thread.
+  struct Counting;
+
   // Counts the samples and starts the readers; false if stopped or failed.
   bool Start();
   // Hands `error` to the consumer and ends the epoch.
@@ -87,6 +92,7 @@ class Pipeline {
   tbb::task_arena* arena_;
   std::shared_ptr<SamplePool> sample_pool_;
   BoundedQueue<absl::StatusOr<Batch>> ready_;
+  const std::shared_ptr<Counting> counting_;
   // Set up by Start() on the assembler thread.
   std::unique_ptr<BadSamples> bad_samples_;
   absl::Mutex mu_;

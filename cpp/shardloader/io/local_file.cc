@@ -13,22 +13,30 @@
 
 namespace shardloader {
 
-absl::StatusOr<std::unique_ptr<LocalFileSource>> LocalFileSource::Open(
-    const std::string& path, size_t block_size_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+absl::StatusOr<OpenedFile> OpenLocalFile(const std::string& path, int extra_flags) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | extra_flags);
   if (fd < 0) {
     return WithContext(ErrnoToStatus(errno, "cannot open shard"), {.uri = path});
   }
   struct stat info;
-  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
-    const int error = S_ISDIR(info.st_mode) ? EISDIR : errno;
+  const int error = ::fstat(fd, &info) != 0 ? errno
+                    : S_ISDIR(info.st_mode) ? EISDIR
+                                            : 0;
+  if (error != 0) {
     ::close(fd);
     return WithContext(ErrnoToStatus(error, "cannot read shard"), {.uri = path});
   }
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<LocalFileSource>(
-      new LocalFileSource(path, fd, static_cast<int64_t>(info.st_size),
-                          S_ISREG(info.st_mode), block_size_bytes));
+  return OpenedFile{.fd = fd,
+                    .size_bytes = static_cast<int64_t>(info.st_size),
+                    .regular = S_ISREG(info.st_mode)};
+}
+
+absl::StatusOr<std::unique_ptr<LocalFileSource>> LocalFileSource::Open(
+    const std::string& path, size_t block_size_bytes) {
+  SL_ASSIGN_OR_RETURN(const OpenedFile file, OpenLocalFile(path));
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  return std::unique_ptr<LocalFileSource>(new LocalFileSource(
+      path, file.fd, file.size_bytes, file.regular, block_size_bytes));
 }
 
 LocalFileSource::LocalFileSource(std::string path, int fd, int64_t size_bytes,

@@ -21,6 +21,19 @@ namespace shardloader {
 
 inline constexpr size_t kDefaultBlockSizeBytes = size_t{1} << 20;
 
+// A local file opened for reading (read-only, close-on-exec).
+struct OpenedFile {
+  int fd = -1;             // owned by the caller
+  int64_t size_bytes = 0;  // at open time; 0 for pipes and FIFOs
+  bool regular = false;    // a regular file (seekable), not a pipe or FIFO
+};
+
+// Opens `path` with O_RDONLY | O_CLOEXEC | `extra_flags`. Errors: NotFound
+// (ENOENT), PermissionDenied, InvalidArgument (a directory), each naming the
+// path.
+absl::StatusOr<OpenedFile> OpenLocalFile(const std::string& path,
+                                         int extra_flags = 0);
+
 class LocalFileSource final : public ByteSource {
  public:
   // Opens `path`. Errors: NotFound (ENOENT), PermissionDenied, InvalidArgument

@@ -1,7 +1,6 @@
 #include "shardloader/io/random_access.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -147,23 +146,14 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
     return RandomAccessOf(std::move(object));
   }
   SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return WithContext(ErrnoToStatus(errno, "cannot open shard"), {.uri = path});
-  }
-  struct stat info;
-  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
-    const int error = S_ISDIR(info.st_mode) ? EISDIR : errno;
-    ::close(fd);
-    return WithContext(ErrnoToStatus(error, "cannot read shard"), {.uri = path});
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer here.
+  SL_ASSIGN_OR_RETURN(const OpenedFile file, OpenLocalFile(path, O_NONBLOCK));
+  if (!file.regular) {
+    ::close(file.fd);
     return ReadWhole(path, options);
   }
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-  return std::make_shared<LocalRandomAccess>(path, fd,
-                                             static_cast<int64_t>(info.st_size));
+  ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_RANDOM);
+  return std::make_shared<LocalRandomAccess>(path, file.fd, file.size_bytes);
 }
 
 std::unique_ptr<ByteSource> StreamOf(std::shared_ptr<RandomAccessSource> source,

@@ -53,8 +53,6 @@ class RankSchedule {
 
   // Batches this reader (rank and worker) yields.
   int64_t num_batches() const;
-  // Batches of the whole rank (all of its workers).
-  int64_t num_rank_batches() const { return rank_batches_; }
 
   // This reader's batch `j` covers positions [first, first + size) of the
   // extended order; a position p >= N stands for sample p − N (mod N).

@@ -40,7 +40,7 @@ void RegisterShards(py::module_& m) {
         if (!WithoutGil([&] { return reader.Next(&sample); })) return py::none();
         py::dict fields;
         for (const SampleField& field : sample.fields) {
-          fields[py::str(field.extension)] = py::bytes(field.data);
+          fields[py::str(field.extension)] = py::bytes(field.bytes().data(), field.bytes().size());
         }
         return py::make_tuple(sample.key, sample.offset, sample.index, fields);
       });

@@ -32,7 +32,8 @@ void DefSeconds(py::class_<SourceOptions>& cls, const char* name) {
 // environment), so the repr can never show a secret.
 std::string Repr(const SourceOptions& o) {
   return absl::StrCat(
-      "SourceOptions(part_size_bytes=", o.part_size_bytes,
+      "SourceOptions(memory_map=", o.memory_map ? "True" : "False",
+      ", part_size_bytes=", o.part_size_bytes,
       ", max_concurrency=", o.max_concurrency, ", max_attempts=", o.max_attempts,
       ", endpoint_url='", o.endpoint_url, "', region='", o.region, "', profile='",
       o.profile, "', anonymous=", o.anonymous ? "True" : "False", ", ca_bundle='",
@@ -47,6 +48,7 @@ void RegisterSource(py::module_& m) {
   options.def(py::init<>())
       .def_readwrite("block_size_bytes", &SourceOptions::block_size_bytes)
       .def_readwrite("max_unseekable_bytes", &SourceOptions::max_unseekable_bytes)
+      .def_readwrite("memory_map", &SourceOptions::memory_map)
       .def_readwrite("part_size_bytes", &SourceOptions::part_size_bytes)
       .def_readwrite("max_concurrency", &SourceOptions::max_concurrency)
       .def_readwrite("max_attempts", &SourceOptions::max_attempts)

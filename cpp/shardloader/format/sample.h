@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include "absl/strings/string_view.h"
 #include <vector>
 
@@ -23,9 +24,18 @@ namespace shardloader {
 
 struct SampleField {
   std::string extension;  // lowercase, without the leading dot: "jpg", "seg.png"
-  std::string data;       // the member's bytes (empty if not read)
+  // The member's bytes are either copied into `data`, or viewed where they
+  // already lie in memory (a memory-mapped shard; Sample::backing keeps it
+  // alive), in `view`, with `data` empty. Read them through bytes().
+  std::string data;
+  std::string_view view;
   int64_t offset = 0;     // byte offset of the member's data in the shard
   int64_t size = 0;       // the member's size in bytes
+
+  // The member's bytes (empty if not read).
+  std::string_view bytes() const {
+    return view.data() != nullptr ? view : std::string_view(data);
+  }
 };
 
 struct Sample {
@@ -37,6 +47,9 @@ struct Sample {
   // The sample's fields. A reused Sample keeps the capacity of its fields'
   // strings, so refilling it allocates nothing in steady state.
   std::vector<SampleField> fields;
+  // Keeps alive the memory the fields' views point into (null when every
+  // field owns its bytes).
+  std::shared_ptr<const void> backing;
 
   // The field with extension `extension`, or nullptr.
   const SampleField* Find(absl::string_view extension) const;

@@ -54,6 +54,7 @@ absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
   sample->index = next_index_++;
   const absl::string_view key = SplitKey(pending_->name)->key;
   sample->key.assign(key.data(), key.size());
+  sample->backing.reset();
   size_t num_fields = 0;
   while (pending_.has_value()) {
     const KeyAndExtension split = *SplitKey(pending_->name);
@@ -72,6 +73,7 @@ absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
     field.extension = split.extension;
     field.offset = pending_->data_offset;
     field.size = pending_->size;
+    field.view = {};
     if (Wanted(split.extension)) {
       SL_RETURN_IF_ERROR(WithContext(tar_.ReadData(&field.data),
                                      {.key = sample->key}));

@@ -159,7 +159,7 @@ std::string IndexUriFor(const std::string& shard_uri) {
   return shard_uri.substr(0, dot) + ".idx";
 }
 
-absl::Status ReadIndexedSample(const RandomAccessSource& shard,
+absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
                                const ShardIndex& index, int64_t sample,
                                absl::Span<const std::string> wanted,
                                Sample* out) {
@@ -167,6 +167,8 @@ absl::Status ReadIndexedSample(const RandomAccessSource& shard,
   out->offset = index.header_offset(sample);
   out->index = sample;
   const absl::Span<const IndexedMember> members = index.members(sample);
+  const bool viewed = !shard->mapped().empty();
+  out->backing.reset();
   out->fields.resize(members.size());
   for (size_t i = 0; i < members.size(); ++i) {
     const IndexedMember& member = members[i];
@@ -175,27 +177,40 @@ absl::Status ReadIndexedSample(const RandomAccessSource& shard,
     field.offset = member.offset;
     field.size = member.size;
     field.data.clear();
+    field.view = {};
     if (!wanted.empty() &&
         std::find(wanted.begin(), wanted.end(), field.extension) == wanted.end()) {
       continue;
     }
-    // The header in front of the data is read with it and checked, then
-    // dropped.
-    field.data.resize(kBlockSize + member.size);
-    SL_RETURN_IF_ERROR(WithContext(
-        shard.ReadAt(member.offset - kBlockSize, field.data.size(), field.data.data()),
-        {.key = out->key}));
-    if (!IsHeaderOfSize(field.data.data(), member.size)) {
+    // The header in front of the data is read with it and checked.
+    const int64_t header = member.offset - kBlockSize;
+    const size_t size = kBlockSize + static_cast<size_t>(member.size);
+    std::string_view bytes;
+    if (viewed) {
+      absl::StatusOr<std::string_view> view = shard->ViewAt(header, size);
+      SL_RETURN_IF_ERROR(WithContext(view.status(), {.key = out->key}));
+      bytes = *view;
+    } else {
+      field.data.resize(size);
+      SL_RETURN_IF_ERROR(WithContext(shard->ReadAt(header, size, field.data.data()),
+                                     {.key = out->key}));
+      bytes = field.data;
+    }
+    if (!IsHeaderOfSize(bytes.data(), member.size)) {
       return WithContext(
           absl::DataLossError(absl::StrCat(
               "the index says a ", member.size, "-byte member '", out->key, ".",
               field.extension, "' starts here, but no matching tar header "
               "precedes it (the shard is damaged or changed after indexing)")),
-          {.uri = shard.uri(), .offset = member.offset - kBlockSize,
-           .key = out->key});
+          {.uri = shard->uri(), .offset = header, .key = out->key});
     }
-    field.data.erase(0, kBlockSize);
+    if (viewed) {
+      field.view = bytes.substr(kBlockSize);
+    } else {
+      field.data.erase(0, kBlockSize);
+    }
   }
+  if (viewed) out->backing = std::move(shard);
   return absl::OkStatus();
 }
 

@@ -92,11 +92,13 @@ std::string IndexUriFor(const std::string& shard_uri);
 
 // Reads sample `sample` of `index` from `shard` into `*out` (its strings'
 // capacity is reused): every member whose extension is in `wanted` (all if
-// `wanted` is empty) is read; the others appear with empty data. Each read
-// member is checked against the tar header in front of its data (a valid
-// header checksum and the same size), so a stale index or a damaged member
-// is DataLoss naming the shard, the offset and the key.
-absl::Status ReadIndexedSample(const RandomAccessSource& shard,
+// `wanted` is empty) is read; the others appear with empty data. When the
+// shard's bytes are in memory (RandomAccessSource::mapped), the fields view
+// them and `out->backing` holds the shard; otherwise they are copied. Each
+// read member is checked against the tar header in front of its data (a
+// valid header checksum and the same size), so a stale index or a damaged
+// member is DataLoss naming the shard, the offset and the key.
+absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
                                const ShardIndex& index, int64_t sample,
                                absl::Span<const std::string> wanted,
                                Sample* out);

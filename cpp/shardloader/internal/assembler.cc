@@ -11,6 +11,7 @@
 #include "shardloader/decode/image.h"
 #include "shardloader/decode/npy.h"
 #include "shardloader/decode/text.h"
+#include "shardloader/internal/stream_copy.h"
 #include "shardloader/plan/epoch_order.h"
 
 namespace shardloader::internal_pipeline {
@@ -18,6 +19,7 @@ namespace {
 
 using internal_batch::BatchSlot;
 using internal_batch::FieldBuffers;
+using internal_batch::StreamCopy;
 
 // The first of the field's extensions present in the sample.
 absl::StatusOr<const SampleField*> FindField(const FieldSpec& spec,
@@ -36,7 +38,7 @@ absl::StatusOr<const SampleField*> FindField(const FieldSpec& spec,
 }
 
 // Decodes one fixed-size value of `spec` into `dst`.
-absl::Status DecodeFixed(const FieldSpec& spec, const std::string& data,
+absl::Status DecodeFixed(const FieldSpec& spec, std::string_view data,
                          uint64_t sample_seed, uint8_t* dst) {
   switch (spec.kind) {
     case FieldKind::kInt: {
@@ -65,7 +67,7 @@ void PrepareRagged(const FieldSpec& spec, absl::Span<const Sample> samples,
   for (size_t i = 0; i < samples.size(); ++i) {
     // Every row was checked to have the field.
     offsets[i + 1] = offsets[i] + static_cast<int64_t>(
-                                      (*FindField(spec, samples[i]))->data.size());
+                                      (*FindField(spec, samples[i]))->bytes().size());
   }
   buffers.values.Reserve(static_cast<size_t>(offsets[samples.size()]));
 }
@@ -80,9 +82,9 @@ absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
     SL_ASSIGN_OR_RETURN(const SampleField* field, FindField(spec, sample));
     absl::Status status;
     if (spec.kind == FieldKind::kText) {
-      status = ValidateUtf8(field->data);
+      status = ValidateUtf8(field->bytes());
     } else if (!spec.ragged()) {
-      status = DecodeFixed(spec, field->data, sample_seed,
+      status = DecodeFixed(spec, field->bytes(), sample_seed,
                            slot.fields[f].values.data() + row * spec.sample_bytes());
     }
     if (!status.ok()) {
@@ -102,11 +104,9 @@ void CopyRagged(absl::Span<const FieldSpec> fields, const Sample& sample,
   for (size_t f = 0; f < fields.size(); ++f) {
     if (!fields[f].ragged()) continue;
     FieldBuffers& buffers = slot.fields[f];
-    const std::string& data = (*FindField(fields[f], sample))->data;
+    const std::string_view data = (*FindField(fields[f], sample))->bytes();
     const auto* offsets = reinterpret_cast<const int64_t*>(buffers.offsets.data());
-    if (!data.empty()) {
-      std::memcpy(buffers.values.data() + offsets[row], data.data(), data.size());
-    }
+    StreamCopy(buffers.values.data() + offsets[row], data.data(), data.size());
   }
 }
 

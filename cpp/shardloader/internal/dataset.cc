@@ -189,11 +189,11 @@ absl::Status Dataset::Read(SampleRef ref, absl::Span<const std::string> wanted,
   absl::Status status;
   {
     ScopedTimer timer(options_.stats->read_busy_ns);
-    status = ReadIndexedSample(*source, *index, ref.index, wanted, out);
+    status = ReadIndexedSample(source, *index, ref.index, wanted, out);
   }
   StatsCounters::Add(options_.stats->num_samples_read, 1);
   int64_t bytes = 0;
-  for (const SampleField& field : out->fields) bytes += field.data.size();
+  for (const SampleField& field : out->fields) bytes += field.bytes().size();
   StatsCounters::Add(options_.stats->num_bytes_read, bytes);
   return status;
 }

@@ -37,6 +37,7 @@ class SamplePool {
     absl::MutexLock lock(&mu_);
     for (Sample& sample : samples) {
       if (free_.size() >= capacity_) break;
+      sample.backing.reset();  // an idle sample holds no shard open
       free_.push_back(std::move(sample));
     }
     samples.clear();

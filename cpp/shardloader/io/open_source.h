@@ -23,6 +23,17 @@ struct SourceOptions {
   // Pipes and FIFOs opened for positional reads are held in memory whole;
   // longer ones are refused.
   int64_t max_unseekable_bytes = int64_t{1} << 30;
+  // Regular local files opened for positional reads are memory-mapped
+  // (read-only, shared), so samples reach the batch with one copy, or none
+  // for decoded fields: the decoder reads the mapped bytes. As DALI's file
+  // readers do (its `dont_use_mmap` turns this off). A file truncated in
+  // place while mapped raises SIGBUS on the next read of a lost page;
+  // shardloader's writers never do that (they write a new file and rename).
+  // The mapped pages of open shards count in the process's RSS; they are
+  // page cache, which the kernel reclaims under memory pressure.
+  // False: pread(2) into memory instead. A file system that cannot map
+  // falls back to pread by itself.
+  bool memory_map = true;
 
   // --- Remote shards (http://, https://, s3://) ---
   // A shard is read as ranged GETs of `part_size_bytes`, up to

@@ -1,6 +1,7 @@
 #include "shardloader/io/random_access.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,15 +26,26 @@ absl::Status PastEnd(const std::string& uri, int64_t offset, size_t size,
       {.uri = uri, .offset = offset});
 }
 
-// A regular local file read with pread(2).
+// A regular local file read with pread(2) and, when asked, memory-mapped.
 class LocalRandomAccess final : public RandomAccessSource {
  public:
-  LocalRandomAccess(std::string path, int fd, int64_t size)
-      : path_(std::move(path)), fd_(fd), size_(size) {}
-  ~LocalRandomAccess() override { ::close(fd_); }
+  LocalRandomAccess(std::string path, int fd, int64_t size, bool memory_map)
+      : path_(std::move(path)), fd_(fd), size_(size) {
+    if (!memory_map || size == 0) return;
+    // A file system that cannot map (some FUSE ones) keeps pread.
+    void* map = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED) {
+      mapped_ = std::string_view(static_cast<const char*>(map), static_cast<size_t>(size));
+    }
+  }
+  ~LocalRandomAccess() override {
+    if (!mapped_.empty()) ::munmap(const_cast<char*>(mapped_.data()), mapped_.size());
+    ::close(fd_);
+  }
 
   const std::string& uri() const override { return path_; }
   int64_t size() const override { return size_; }
+  std::string_view mapped() const override { return mapped_; }
 
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
     if (offset < 0 || offset + static_cast<int64_t>(size) > size_) {
@@ -59,6 +71,7 @@ class LocalRandomAccess final : public RandomAccessSource {
   std::string path_;
   int fd_;
   int64_t size_;
+  std::string_view mapped_;  // the whole file, or empty
 };
 
 // Bytes held in memory (a pipe read whole).
@@ -77,6 +90,7 @@ class MemoryRandomAccess final : public RandomAccessSource {
     std::memcpy(dst, bytes_.data() + offset, size);
     return absl::OkStatus();
   }
+  std::string_view mapped() const override { return bytes_; }
 
  private:
   std::string uri_;
@@ -153,7 +167,25 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
     return ReadWhole(path, options);
   }
   ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_RANDOM);
-  return std::make_shared<LocalRandomAccess>(path, file.fd, file.size_bytes);
+  return std::make_shared<LocalRandomAccess>(path, file.fd, file.size_bytes,
+                                             options.memory_map);
+}
+
+absl::StatusOr<std::string_view> RandomAccessSource::ViewAt(int64_t offset,
+                                                             size_t size) const {
+  const std::string_view bytes = mapped();
+  if (offset < 0 || offset + static_cast<int64_t>(size) > static_cast<int64_t>(bytes.size())) {
+    return PastEnd(uri(), offset, size, static_cast<int64_t>(bytes.size()));
+  }
+  const std::string_view view = bytes.substr(static_cast<size_t>(offset), size);
+  // One read per 64 KiB (Linux's fault-around window: a fault maps the
+  // resident pages around it) and of the last byte. A page that is not
+  // resident is read by its fault, with the kernel's read-around.
+  constexpr size_t kFaultAroundBytes = 64 << 10;
+  const volatile char* touch = view.data();
+  for (size_t i = 0; i < size; i += kFaultAroundBytes) (void)touch[i];
+  if (size > 0) (void)touch[size - 1];
+  return view;
 }
 
 std::unique_ptr<ByteSource> StreamOf(std::shared_ptr<RandomAccessSource> source,

@@ -4,7 +4,9 @@
 // shard_index.h): each read names a byte range, so ranks and resumed jobs read
 // only the samples they are dealt. Local files use pread(2); remote backends
 // use ranged requests. Pipes and FIFOs cannot seek: they are read once, whole,
-// into memory (up to `max_unseekable_bytes`).
+// into memory (up to `max_unseekable_bytes`). Regular local files are
+// memory-mapped (SourceOptions::memory_map); sources whose bytes are in
+// memory hand out views (ViewAt) instead of copies.
 //
 // Ownership: shared; the source stays open while anyone holds it.
 // Thread-safety: ReadAt() may be called from many threads at once.
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,6 +40,18 @@ class RandomAccessSource {
   // Errors: DataLoss ("unexpected end of data") if the range passes the end;
   // the backend's I/O errors; each with the URI and offset.
   virtual absl::Status ReadAt(int64_t offset, size_t size, char* dst) const = 0;
+
+  // The whole shard's bytes when they are in memory (a memory-mapped local
+  // file, a pipe read whole), valid while this source lives; empty otherwise.
+  virtual std::string_view mapped() const { return {}; }
+
+  // A view of the `size` bytes at `offset` of mapped(), valid while this
+  // source lives. The view is touched here, so pages that are not resident
+  // are read on the calling thread (an I/O thread) rather than later by
+  // whoever reads the view. Requires a non-empty mapped().
+  // Errors: DataLoss ("unexpected end of data") if the range passes the
+  // end, with the URI and offset.
+  absl::StatusOr<std::string_view> ViewAt(int64_t offset, size_t size) const;
 };
 
 // Opens `uri` for positional reads: local paths and file:// URIs with

@@ -230,6 +230,7 @@ class CachedShard final : public RandomAccessSource {
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
     return file_->ReadAt(offset, size, dst);
   }
+  std::string_view mapped() const override { return file_->mapped(); }
 
  private:
   std::string uri_;
@@ -266,7 +267,7 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
   }
   const std::string path = base + ".shard";
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file, OpenRandomAccess(path));
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file, OpenRandomAccess(path, options));
   return std::make_shared<CachedShard>(uri, std::move(file));
 }
 

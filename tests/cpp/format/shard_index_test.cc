@@ -49,18 +49,27 @@ TEST_F(ShardIndexTest, WriterIndexEqualsAScanOfTheShard) {
 TEST_F(ShardIndexTest, ReadsOnlyTheWantedMembersOfASample) {
   ShardIndex index;
   ASSERT_TRUE(ScanShardIndex(*OpenSource(shard_), &index).ok());
-  auto shard = *OpenRandomAccess(shard_);
-  Sample sample;
-  const std::vector<std::string> wanted = {"jpg"};
-  ASSERT_TRUE(ReadIndexedSample(*shard, index, 1, wanted, &sample).ok());
-  EXPECT_EQ(sample.key, std::string(120, 'd') + "/b");
-  ASSERT_EQ(sample.fields.size(), 2u);
-  EXPECT_EQ(sample.fields[0].data, std::string(1000, 'x'));
-  EXPECT_EQ(sample.fields[1].extension, "cls");
-  EXPECT_EQ(sample.fields[1].data, "");  // not wanted, not read
-  ASSERT_TRUE(ReadIndexedSample(*shard, index, 2, {}, &sample).ok());
-  EXPECT_EQ(sample.fields[1].data, "hello");
-  EXPECT_EQ(sample.index, 2);
+  for (const bool memory_map : {true, false}) {
+    SCOPED_TRACE(memory_map ? "memory-mapped" : "pread");
+    std::shared_ptr<RandomAccessSource> shard =
+        *OpenRandomAccess(shard_, {.memory_map = memory_map});
+    EXPECT_EQ(shard->mapped().empty(), !memory_map);
+    Sample sample;
+    const std::vector<std::string> wanted = {"jpg"};
+    ASSERT_TRUE(ReadIndexedSample(shard, index, 1, wanted, &sample).ok());
+    EXPECT_EQ(sample.key, std::string(120, 'd') + "/b");
+    ASSERT_EQ(sample.fields.size(), 2u);
+    EXPECT_EQ(sample.fields[0].bytes(), std::string(1000, 'x'));
+    EXPECT_EQ(sample.fields[1].extension, "cls");
+    EXPECT_EQ(sample.fields[1].bytes(), "");  // not wanted, not read
+    ASSERT_TRUE(ReadIndexedSample(shard, index, 2, {}, &sample).ok());
+    // Mapped bytes are viewed, not copied, and the sample keeps the shard.
+    EXPECT_EQ(sample.fields[1].data.empty(), memory_map);
+    EXPECT_EQ(sample.backing != nullptr, memory_map);
+    shard.reset();
+    EXPECT_EQ(sample.fields[1].bytes(), "hello");
+    EXPECT_EQ(sample.index, 2);
+  }
 }
 
 TEST_F(ShardIndexTest, ADamagedHeaderIsDataLossNamingShardOffsetAndKey) {
@@ -72,15 +81,18 @@ TEST_F(ShardIndexTest, ADamagedHeaderIsDataLossNamingShardOffsetAndKey) {
     file.seekp(header + 124);  // the size field
     file.write("7", 1);
   }
-  auto shard = *OpenRandomAccess(shard_);
-  Sample sample;
-  const absl::Status status = ReadIndexedSample(*shard, index, 2, {}, &sample);
-  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(GetContext(status).uri, shard_);
-  EXPECT_EQ(GetContext(status).offset, header);
-  EXPECT_EQ(GetContext(status).key, "c");
-  // The other samples still read.
-  EXPECT_TRUE(ReadIndexedSample(*shard, index, 0, {}, &sample).ok());
+  for (const bool memory_map : {true, false}) {
+    SCOPED_TRACE(memory_map ? "memory-mapped" : "pread");
+    auto shard = *OpenRandomAccess(shard_, {.memory_map = memory_map});
+    Sample sample;
+    const absl::Status status = ReadIndexedSample(shard, index, 2, {}, &sample);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+    EXPECT_EQ(GetContext(status).uri, shard_);
+    EXPECT_EQ(GetContext(status).offset, header);
+    EXPECT_EQ(GetContext(status).key, "c");
+    // The other samples still read.
+    EXPECT_TRUE(ReadIndexedSample(shard, index, 0, {}, &sample).ok());
+  }
 }
 
 TEST(ParseShardIndexTest, ReadsDaliV11AndRejectsMalformedIndexes) {

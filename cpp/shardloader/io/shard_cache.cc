@@ -267,7 +267,8 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
   }
   const std::string path = base + ".shard";
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file, OpenRandomAccess(path, options));
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file,
+                      OpenRandomAccess(path, options));
   return std::make_shared<CachedShard>(uri, std::move(file));
 }
 

@@ -42,19 +42,18 @@ def count_for(seconds: float) -> float:
     return count / seconds
 
 
-def counter_rate(seconds: float, core: int | None) -> float:
-    """``count_for`` in a new thread, pinned to ``core`` when given."""
-    result = {}
+class Counter(threading.Thread):
+    """``count_for`` in its own thread, pinned to ``core`` when given; its
+    rate is in ``rate`` once joined."""
 
-    def run():
-        if core is not None:
-            os.sched_setaffinity(0, {core})  # 0: the calling thread
-        result["rate"] = count_for(seconds)
+    def __init__(self, seconds: float, core: int | None):
+        super().__init__()
+        self.seconds, self.core, self.rate = seconds, core, 0.0
 
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    return result["rate"]
+    def run(self) -> None:
+        if self.core is not None:
+            os.sched_setaffinity(0, {self.core})  # 0: the calling thread
+        self.rate = count_for(self.seconds)
 
 
 def main() -> None:
@@ -94,19 +93,19 @@ def main() -> None:
 
     ratios = []
     for round_ in range(args.rounds):
-        alone = counter_rate(args.seconds, counter_core)
-        result = {}
-        counter = threading.Thread(
-            target=lambda: result.update(rate=counter_rate(args.seconds, counter_core)))
+        alone = Counter(args.seconds, counter_core)
+        alone.start()
+        alone.join()
+        beside = Counter(args.seconds, counter_core)
         samples, start = 0, time.perf_counter()
-        counter.start()
-        while counter.is_alive():
+        beside.start()
+        while beside.is_alive():
             samples += len(next_batch()["label"])
-        counter.join()
+        beside.join()
         loader_rate = samples / (time.perf_counter() - start)
-        ratios.append(result["rate"] / alone)
-        print(f"round {round_}: Python thread alone {alone:,.0f} it/s, beside the loader "
-              f"{result['rate']:,.0f} it/s = {ratios[-1]:.3f}x "
+        ratios.append(beside.rate / alone.rate)
+        print(f"round {round_}: Python thread alone {alone.rate:,.0f} it/s, beside the loader "
+              f"{beside.rate:,.0f} it/s = {ratios[-1]:.3f}x "
               f"(loader: {loader_rate:,.0f} samples/s)")
     placement = (f"Python thread on core {counter_core}, loader on core {loader_core}"
                  if loader_core is not None else "one core shared")

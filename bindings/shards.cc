@@ -3,6 +3,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <string_view>
+
 #include "bindings/status.h"
 #include "shardloader/format/sample_reader.h"
 #include "shardloader/format/shard_index.h"
@@ -40,7 +42,8 @@ void RegisterShards(py::module_& m) {
         if (!WithoutGil([&] { return reader.Next(&sample); })) return py::none();
         py::dict fields;
         for (const SampleField& field : sample.fields) {
-          fields[py::str(field.extension)] = py::bytes(field.bytes().data(), field.bytes().size());
+          const std::string_view bytes = field.bytes();
+          fields[py::str(field.extension)] = py::bytes(bytes.data(), bytes.size());
         }
         return py::make_tuple(sample.key, sample.offset, sample.index, fields);
       });

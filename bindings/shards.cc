@@ -8,7 +8,7 @@
 #include "bindings/status.h"
 #include "shardloader/format/sample_reader.h"
 #include "shardloader/format/shard_index.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 #include "shardloader/plan/shard_list.h"
 
 namespace shardloader::bindings {

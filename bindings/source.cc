@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "bindings/status.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 #include "shardloader/io/random_access.h"
-#include "shardloader/io/remote_source.h"
-#include "shardloader/io/shard_cache.h"
+#include "shardloader/io/remote/remote_source.h"
+#include "shardloader/io/cache/shard_cache.h"
 
 namespace py = pybind11;
 

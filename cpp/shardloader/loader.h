@@ -44,7 +44,7 @@
 #include "absl/time/time.h"
 #include "shardloader/batch.h"
 #include "shardloader/decode/field.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 #include "shardloader/plan/epoch_order.h"
 #include "shardloader/plan/rank_schedule.h"
 #include "shardloader/stats.h"
@@ -60,7 +60,7 @@ class Pipeline;
 enum class OnError {
   kRaise,  // its error ends the epoch (the default)
   kSkip,   // it is replaced by another sample, deterministically (see
-           // internal/bad_samples.h), within a budget
+           // engine/bad_samples.h), within a budget
 };
 
 struct LoaderOptions {

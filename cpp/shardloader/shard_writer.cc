@@ -11,14 +11,14 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/format/shard_index.h"
 #include "shardloader/format/tar_writer.h"
-#include "shardloader/io/output_file.h"
-#include "shardloader/io/remote_source.h"
+#include "shardloader/io/output/output_file.h"
+#include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
 namespace internal_writer {
 
-// The shard being written: its output (io/output_file.h: a temporary local
+// The shard being written: its output (io/output/output_file.h: a temporary local
 // file or an S3 multipart upload, discarded unless committed) and the tar
 // writer feeding it.
 class OpenShard {

@@ -9,7 +9,7 @@
 // the same directory and renamed when complete, so a crash never leaves a
 // half-written shard under its final name. Shards may also go to S3
 // ("s3://bucket/train-%06d.tar"): each is a multipart upload that becomes an
-// object only when complete (io/output_file.h). Beside each shard goes its sample
+// object only when complete (io/output/output_file.h). Beside each shard goes its sample
 // index ("train-000000.idx", DALI's WebDataset index format; see
 // format/shard_index.h), written before the shard takes its final name.
 // Close() writes a JSON index of the shards (file name, sample count, size
@@ -28,7 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 
 namespace shardloader {
 

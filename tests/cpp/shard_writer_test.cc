@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardloader/format/sample_reader.h"
-#include "shardloader/io/local_file.h"
+#include "shardloader/io/local/local_file.h"
 #include "test_util.h"
 
 namespace shardloader {

@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "shardloader/internal/resample.h"
+#include "shardloader/decode/resample.h"
 #include "shardloader/internal/random.h"
 #include "shardloader/status.h"
 

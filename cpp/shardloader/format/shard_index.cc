@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "shardloader/format/sample_reader.h"
 #include "shardloader/format/tar_reader.h"
-#include "shardloader/io/output_file.h"
+#include "shardloader/io/output/output_file.h"
 #include "shardloader/status.h"
 
 namespace shardloader {

@@ -31,7 +31,7 @@
 #include "absl/types/span.h"
 #include "shardloader/format/sample.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 #include "shardloader/io/random_access.h"
 
 namespace shardloader {
@@ -80,7 +80,7 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
 std::string FormatShardIndex(const ShardIndex& index);
 
 // Scans the shard at `uri` and writes its index file beside it (under a
-// temporary name, then renamed; see io/output_file.h). Returns the number of
+// temporary name, then renamed; see io/output/output_file.h). Returns the number of
 // samples. Errors: those of opening and scanning the shard (DataLoss naming
 // shard, offset and key) and of writing the index file.
 absl::StatusOr<int64_t> WriteShardIndexFile(const std::string& uri,

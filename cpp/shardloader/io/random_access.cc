@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "shardloader/io/local_file.h"
-#include "shardloader/io/remote_source.h"
-#include "shardloader/io/shard_cache.h"
+#include "shardloader/io/local/local_file.h"
+#include "shardloader/io/remote/remote_source.h"
+#include "shardloader/io/cache/shard_cache.h"
 #include "shardloader/status.h"
 
 namespace shardloader {

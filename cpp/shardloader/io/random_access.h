@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 
 namespace shardloader {
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "shardloader/io/remote_source.h"
+#include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -149,7 +149,7 @@ absl::StatusOr<std::vector<std::string>> ResolveShards(
     for (absl::string_view spec : absl::StrSplit(joined, "::", absl::SkipEmpty())) {
       SL_ASSIGN_OR_RETURN(std::vector<std::string> expanded, ExpandBraces(spec));
       for (std::string& name : expanded) {
-        // Remote prefixes (io/remote_source.h): listed, *.tar kept.
+        // Remote prefixes (io/remote/remote_source.h): listed, *.tar kept.
         if (IsRemoteUri(name) && absl::EndsWith(name, "/")) {
           SL_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListPrefix(name, source));
           for (std::string& uri : listed) {

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "shardloader/io/open_source.h"
+#include "shardloader/io/open/open_source.h"
 #include "shardloader/shard_writer.h"
 #include "shardloader/status.h"
 #include "test_util.h"

@@ -16,7 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "shardloader/io/local_file.h"
+#include "shardloader/io/local/local_file.h"
 #include "shardloader/io/memory_source.h"
 #include "shardloader/status.h"
 

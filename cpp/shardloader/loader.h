@@ -44,7 +44,7 @@
 #include "absl/time/time.h"
 #include "shardloader/batch.h"
 #include "shardloader/decode/field.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/plan/epoch_order.h"
 #include "shardloader/plan/rank_schedule.h"
 #include "shardloader/stats.h"

@@ -14,6 +14,8 @@
 #include "shardloader/io/output/output_file.h"
 #include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
+#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/uri.h"
 
 namespace shardloader {
 namespace internal_writer {

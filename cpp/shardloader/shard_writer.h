@@ -28,7 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "shardloader/io/cache/shard_cache.h"
 #include "shardloader/status.h"
+#include "shardloader/io/open/open_source.h"
 
 namespace shardloader::internal_pipeline {
 namespace {

@@ -30,7 +30,7 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/format/shard_index.h"
 #include "shardloader/engine/stats_counters.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/io/random_access.h"
 #include "shardloader/plan/epoch_order.h"
 

@@ -9,6 +9,7 @@
 #include "shardloader/format/tar_reader.h"
 #include "shardloader/io/output/output_file.h"
 #include "shardloader/status.h"
+#include "shardloader/io/open/open_source.h"
 
 namespace shardloader {
 namespace {

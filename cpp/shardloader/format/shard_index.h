@@ -31,7 +31,7 @@
 #include "absl/types/span.h"
 #include "shardloader/format/sample.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/io/random_access.h"
 
 namespace shardloader {

@@ -24,7 +24,7 @@ constexpr size_t kMaxWriteBytes = size_t{1} << 30;
 constexpr char kZeros[2 * kBlockSize] = {};
 
 // Writes to a file descriptor it does not own.
-class FdSink final : public TarSink {
+class FdSink final : public ByteSink {
  public:
   FdSink(int fd, std::string uri) : fd_(fd), uri_(std::move(uri)) {}
 
@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
 }
 
 absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
-    std::unique_ptr<TarSink> sink, const TarWriterOptions& options) {
+    std::unique_ptr<ByteSink> sink, const TarWriterOptions& options) {
   if (sink == nullptr) {
     return absl::InvalidArgumentError("TarWriter: null sink");
   }
@@ -169,7 +169,7 @@ absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
   return std::unique_ptr<TarWriter>(new TarWriter(std::move(sink), options));
 }
 
-TarWriter::TarWriter(std::unique_ptr<TarSink> sink,
+TarWriter::TarWriter(std::unique_ptr<ByteSink> sink,
                      const TarWriterOptions& options)
     : sink_(std::move(sink)), options_(options) {
   buffer_.reserve(options_.buffer_size_bytes);

@@ -10,7 +10,7 @@
 // read them; a name that is not UTF-8 adds the record `hdrcharset=BINARY`.
 // The same files and options always give the same bytes.
 //
-// Bytes go to a TarSink: a POSIX file descriptor (Create(fd, ...)) or any
+// Bytes go to an io/byte_sink.h ByteSink: a POSIX file descriptor (Create(fd, ...)) or any
 // other implementation. The writer buffers them and hands the sink chunks of
 // at least `TarWriterOptions::buffer_size_bytes` (1 MiB by default), except
 // for the last one; the data of a large file tops up the buffer and the rest
@@ -31,19 +31,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shardloader/io/byte_sink.h"
 
 namespace shardloader {
 
 // Where a TarWriter's bytes go.
-class TarSink {
- public:
-  virtual ~TarSink() = default;
-
-  // Writes all of `data`, or fails. Errors carry their own context (the
-  // destination's URI and offset).
-  virtual absl::Status Write(absl::string_view data) = 0;
-};
-
 struct TarWriterOptions {
   // Modification time of every file, in seconds since the Unix epoch; from
   // 0 to 8^11 - 1 (the ustar field's range).
@@ -63,7 +55,7 @@ class TarWriter {
   // Writes to `sink`. Errors: InvalidArgument for a null sink or bad
   // options.
   static absl::StatusOr<std::unique_ptr<TarWriter>> Create(
-      std::unique_ptr<TarSink> sink, const TarWriterOptions& options = {});
+      std::unique_ptr<ByteSink> sink, const TarWriterOptions& options = {});
 
   TarWriter(const TarWriter&) = delete;
   TarWriter& operator=(const TarWriter&) = delete;
@@ -84,7 +76,7 @@ class TarWriter {
   int64_t bytes_written() const { return bytes_written_; }
 
  private:
-  TarWriter(std::unique_ptr<TarSink> sink, const TarWriterOptions& options);
+  TarWriter(std::unique_ptr<ByteSink> sink, const TarWriterOptions& options);
 
   // Appends `data` to the archive, through the buffer unless it is large.
   absl::Status Append(absl::string_view data);
@@ -97,7 +89,7 @@ class TarWriter {
   // Hands the buffer to the sink.
   absl::Status Flush();
 
-  std::unique_ptr<TarSink> sink_;
+  std::unique_ptr<ByteSink> sink_;
   TarWriterOptions options_;
   std::string buffer_;
   int64_t bytes_written_ = 0;

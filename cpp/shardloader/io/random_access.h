@@ -1,12 +1,13 @@
-// RandomAccessSource: positional reads of one shard's bytes.
+// RandomAccessSource: positional reads of one shard's bytes (the interface
+// every storage backend implements; io/open/open_source.h opens one for a
+// URI).
 //
 // The loader reads samples through a shard's sample index (format/
 // shard_index.h): each read names a byte range, so ranks and resumed jobs read
-// only the samples they are dealt. Local files use pread(2); remote backends
-// use ranged requests. Pipes and FIFOs cannot seek: they are read once, whole,
-// into memory (up to `max_unseekable_bytes`). Regular local files are
-// memory-mapped (SourceOptions::memory_map); sources whose bytes are in
-// memory hand out views (ViewAt) instead of copies.
+// only the samples they are dealt. Local files are memory-mapped or read with
+// pread(2) (io/local/local_random_access.h); remote backends use ranged
+// requests (io/remote/remote_source.h). Sources whose bytes are in memory
+// hand out views (ViewAt) instead of copies.
 //
 // Ownership: shared; the source stays open while anyone holds it.
 // Thread-safety: ReadAt() may be called from many threads at once.
@@ -22,7 +23,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/open/open_source.h"
 
 namespace shardloader {
 
@@ -54,14 +54,29 @@ class RandomAccessSource {
   absl::StatusOr<std::string_view> ViewAt(int64_t offset, size_t size) const;
 };
 
-// Opens `uri` for positional reads: local paths and file:// URIs with
-// pread(2); http(s):// and s3:// with one ranged GET per read (ETag pinned
-// at open, retries, resume: remote_object.h), or, with
-// `options.cache_dir` set, from the shard fetched whole into the local cache
-// (shard_cache.h). Errors: as OpenSource(), and ResourceExhausted for a pipe
-// longer than `options.max_unseekable_bytes`.
-absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
-    const std::string& uri, const SourceOptions& options = {});
+// OK if [offset, offset + size) lies within a source of `source_size`
+// bytes; computed without overflow, so any int64 offset and size_t size are
+// safe. Errors: DataLoss ("unexpected end of data") naming `uri` and
+// `offset`.
+absl::Status CheckRange(const std::string& uri, int64_t offset, size_t size,
+                        int64_t source_size);
+
+// A source over bytes held in memory (a pipe read whole, tests).
+// Ownership: owns the bytes.
+class MemoryRandomAccess final : public RandomAccessSource {
+ public:
+  MemoryRandomAccess(std::string uri, std::string bytes)
+      : uri_(std::move(uri)), bytes_(std::move(bytes)) {}
+
+  const std::string& uri() const override { return uri_; }
+  int64_t size() const override { return static_cast<int64_t>(bytes_.size()); }
+  absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override;
+  std::string_view mapped() const override { return bytes_; }
+
+ private:
+  std::string uri_;
+  std::string bytes_;
+};
 
 // A forward-only ByteSource over a RandomAccessSource (for scanning a shard
 // that is already open for positional reads). Reads `block_size_bytes` at a

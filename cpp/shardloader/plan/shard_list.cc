@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
+#include "shardloader/io/uri.h"
 
 namespace shardloader {
 namespace {

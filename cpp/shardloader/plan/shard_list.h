@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 

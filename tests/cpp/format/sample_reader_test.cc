@@ -13,7 +13,7 @@
 namespace shardloader {
 namespace {
 
-class StringSink : public TarSink {
+class StringSink : public ByteSink {
  public:
   explicit StringSink(std::string* out) : out_(out) {}
   absl::Status Write(absl::string_view data) override {

@@ -27,7 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // Collects what a TarWriter writes, and the size of each write.
-class StringSink final : public TarSink {
+class StringSink final : public ByteSink {
  public:
   StringSink(std::string* bytes, std::vector<size_t>* write_sizes)
       : bytes_(bytes), write_sizes_(write_sizes) {}
@@ -45,7 +45,7 @@ class StringSink final : public TarSink {
 
 // Keeps the first `limit` bytes written and counts the rest, without
 // touching them.
-class PrefixSink final : public TarSink {
+class PrefixSink final : public ByteSink {
  public:
   PrefixSink(size_t limit, std::string* prefix, int64_t* total)
       : limit_(limit), prefix_(prefix), total_(total) {}

@@ -19,8 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
-#include "shardloader/io/remote/remote_source.h"
 #include "shardloader/internal/sha256.h"
+#include "shardloader/io/local/local_random_access.h"
+#include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -268,23 +269,20 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
   const std::string path = base + ".shard";
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used
   SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file,
-                      OpenRandomAccess(path, options));
+                      OpenLocalRandomAccess(path, options));
   return std::make_shared<CachedShard>(uri, std::move(file));
 }
 
-absl::Status PrefetchShard(const std::string& uri, const SourceOptions& options) {
-  if (!IsRemoteUri(uri)) return LocalPathOf(uri).status();
-  if (options.cache_dir.empty()) return absl::OkStatus();
+void PrefetchCachedShard(const std::string& uri, const SourceOptions& options) {
   {
     absl::MutexLock lock(&prefetch_mu);
-    if (!Prefetching().insert(uri).second) return absl::OkStatus();
+    if (!Prefetching().insert(uri).second) return;
   }
   std::thread([uri, options] {
     OpenCachedShard(uri, options).IgnoreError();
     absl::MutexLock lock(&prefetch_mu);
     Prefetching().erase(uri);
   }).detach();
-  return absl::OkStatus();
 }
 
 }  // namespace shardloader

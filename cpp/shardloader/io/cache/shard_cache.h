@@ -30,8 +30,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "shardloader/io/open/open_source.h"
 #include "shardloader/io/random_access.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 
@@ -43,12 +43,12 @@ namespace shardloader {
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
     const std::string& uri, const SourceOptions& options);
 
-// Starts fetching remote `uri` into the cache in the background and returns
-// at once: a hint for the shards a loader reads next. Does nothing for local
-// paths, without `cache_dir`, or when the shard is already being fetched by
+// Starts fetching remote `uri` into the cache in `options.cache_dir` (not
+// empty) in the background and returns at once: a hint for the shards a
+// loader reads next. Does nothing when the shard is already being fetched by
 // this process. Background failures are dropped (the later open reports
-// them). Errors: InvalidArgument for an unknown scheme.
-absl::Status PrefetchShard(const std::string& uri, const SourceOptions& options);
+// them).
+void PrefetchCachedShard(const std::string& uri, const SourceOptions& options);
 
 }  // namespace shardloader
 

@@ -1,29 +1,14 @@
 #include "shardloader/io/open/open_source.h"
 
 #include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
+#include "shardloader/io/cache/shard_cache.h"
 #include "shardloader/io/local/local_file.h"
-#include "shardloader/io/random_access.h"
+#include "shardloader/io/local/local_random_access.h"
 #include "shardloader/io/remote/remote_source.h"
+#include "shardloader/io/uri.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
-
-absl::StatusOr<std::string> LocalPathOf(const std::string& uri) {
-  constexpr absl::string_view kFileScheme = "file://";
-  if (absl::StartsWith(uri, kFileScheme)) return uri.substr(kFileScheme.size());
-  const size_t scheme_end = uri.find("://");
-  if (scheme_end == std::string::npos) return uri;
-  const std::string scheme = uri.substr(0, scheme_end);
-  if (scheme == "http" || scheme == "https" || scheme == "s3") {
-    return WithContext(absl::UnimplementedError(absl::StrCat(
-                           "a ", scheme, ":// URI names a remote object, not a local path")),
-                       {.uri = uri});
-  }
-  return WithContext(
-      absl::InvalidArgumentError(absl::StrCat("unknown URI scheme '", scheme, "'")),
-      {.uri = uri});
-}
 
 absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
     const std::string& uri, const SourceOptions& options) {
@@ -31,7 +16,7 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
     if (!options.cache_dir.empty()) {
       // Through the cache: the shard is fetched whole, then read locally.
       SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> cached,
-                          OpenRandomAccess(uri, options));
+                          OpenCachedShard(uri, options));
       return StreamOf(std::move(cached), options.block_size_bytes);
     }
     SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
@@ -40,6 +25,42 @@ absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
   }
   SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
   return LocalFileSource::Open(path, options.block_size_bytes);
+}
+
+absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
+    const std::string& uri, const SourceOptions& options) {
+  if (IsRemoteUri(uri)) {
+    if (!options.cache_dir.empty()) return OpenCachedShard(uri, options);
+    SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                        OpenRemoteObject(uri, options));
+    return RandomAccessOf(std::move(object));
+  }
+  SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
+  return OpenLocalRandomAccess(path, options);
+}
+
+absl::Status PrefetchShard(const std::string& uri, const SourceOptions& options) {
+  if (!IsRemoteUri(uri)) return LocalPathOf(uri).status();
+  if (!options.cache_dir.empty()) PrefetchCachedShard(uri, options);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(
+    const std::string& uri, const SourceOptions& options) {
+  if (absl::StartsWith(uri, "s3://")) return CreateS3OutputFile(uri, options);
+  if (IsRemoteUri(uri)) {
+    return WithContext(absl::InvalidArgumentError("http(s):// URIs cannot be written"),
+                       {.uri = uri});
+  }
+  SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
+  return CreateLocalOutputFile(path);
+}
+
+absl::Status WriteWholeFile(const std::string& uri, absl::string_view content,
+                            const SourceOptions& options) {
+  SL_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, CreateOutputFile(uri, options));
+  SL_RETURN_IF_ERROR(file->Write(content));
+  return file->Commit();
 }
 
 }  // namespace shardloader

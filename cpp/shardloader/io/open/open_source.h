@@ -1,92 +1,62 @@
-// OpenSource: opens a shard URI with the matching storage backend.
+// Opening a URI: the one place where a URI's scheme picks a storage backend.
 //
-// Local paths and file:// URIs are read with LocalFileSource; http://,
-// https:// and s3://bucket/key URIs through remote_source.h (parallel ranged
-// GETs, retries), via the local cache when `cache_dir` is set.
+//   local path, file://   io/local/   (LocalFileSource, OpenLocalRandomAccess,
+//                                     CreateLocalOutputFile)
+//   http://, https://     io/remote/  (parallel ranged GETs, retries; read only)
+//   s3://bucket/key       io/remote/  (the same, signed; written as multipart
+//                                     uploads by io/output/)
+// With SourceOptions::cache_dir set, remote shards are read through
+// io/cache/ (fetched whole to local disk, then read locally).
 //
 // Thread-safety: safe to call from many threads.
 #ifndef SHARDLOADER_IO_OPEN_OPEN_SOURCE_H_
 #define SHARDLOADER_IO_OPEN_OPEN_SOURCE_H_
 
-#include <cstdint>
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
+#include "absl/strings/string_view.h"
 #include "shardloader/io/byte_source.h"
+#include "shardloader/io/output/output_file.h"
+#include "shardloader/io/random_access.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 
-struct SourceOptions {
-  size_t block_size_bytes = size_t{1} << 20;  // read size for local files
-  // Pipes and FIFOs opened for positional reads are held in memory whole;
-  // longer ones are refused.
-  int64_t max_unseekable_bytes = int64_t{1} << 30;
-  // Regular local files opened for positional reads are memory-mapped
-  // (read-only, shared), so samples reach the batch with one copy, or none
-  // for decoded fields: the decoder reads the mapped bytes. As DALI's file
-  // readers do (its `dont_use_mmap` turns this off). A file truncated in
-  // place while mapped raises SIGBUS on the next read of a lost page;
-  // shardloader's writers never do that (they write a new file and rename).
-  // The mapped pages of open shards count in the process's RSS; they are
-  // page cache, which the kernel reclaims under memory pressure.
-  // False: pread(2) into memory instead. A file system that cannot map
-  // falls back to pread by itself.
-  bool memory_map = true;
-
-  // --- Remote shards (http://, https://, s3://) ---
-  // A shard is read as ranged GETs of `part_size_bytes`, up to
-  // `max_concurrency` of them in flight per shard, reassembled in order.
-  size_t part_size_bytes = size_t{8} << 20;
-  int max_concurrency = 8;
-  // Transient failures (connection errors, 5xx, 429, timeouts) are retried
-  // up to `max_attempts` tries in all, with exponential backoff and jitter
-  // starting at `initial_backoff` and capped at `max_backoff` (retry.h).
-  int max_attempts = 8;
-  absl::Duration initial_backoff = absl::Milliseconds(100);
-  absl::Duration max_backoff = absl::Seconds(10);
-  absl::Duration connect_timeout = absl::Seconds(10);
-  // A transfer slower than `low_speed_bytes_per_s` for `low_speed_time` is
-  // dropped (and retried, resuming at the byte where it stopped).
-  int64_t low_speed_bytes_per_s = 1024;
-  absl::Duration low_speed_time = absl::Seconds(30);
-  // A PEM file of the CA certificates that https:// servers (and S3
-  // endpoints) are verified against; empty: libcurl's default trust store.
-  // Certificates are always verified: a server the store does not vouch for
-  // is refused (PermissionDenied); an unreadable file is InvalidArgument.
-  std::string ca_bundle;
-
-  // --- S3 (s3_client.h). Credentials are never options: they come from
-  // AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or the
-  // shared credentials file (aws_credentials.h). ---
-  // An S3-compatible endpoint ("http://127.0.0.1:9000"); empty: the
-  // AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL variable, else AWS
-  // (https://s3.<region>.amazonaws.com). A custom endpoint is addressed
-  // path-style (endpoint/bucket/key).
-  std::string endpoint_url;
-  std::string region;   // empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1
-  std::string profile;  // empty: AWS_PROFILE, else "default"
-  bool anonymous = false;  // unsigned requests (public buckets)
-
-  // --- Local cache of remote shards (shard_cache.h) ---
-  // Empty: no cache; shards are read from the network each time.
-  std::string cache_dir;
-  // Bytes the cache may hold (0: no limit). Least recently used shards are
-  // evicted; a shard larger than the limit is read uncached.
-  int64_t cache_limit_bytes = 0;
-};
-
-// The local path a URI names (a plain path or file://). Errors:
-// Unimplemented for remote schemes (http, https, s3), InvalidArgument for an
-// unknown scheme, each naming the URI.
-absl::StatusOr<std::string> LocalPathOf(const std::string& uri);
-
-// Errors: NotFound, PermissionDenied, InvalidArgument (unknown scheme),
-// Unavailable (network, after retries), DataLoss (a remote object changed
-// while read), each naming the URI.
+// A forward-only stream of the shard's bytes. Errors: NotFound,
+// PermissionDenied, InvalidArgument (unknown scheme), Unavailable (network,
+// after retries), DataLoss (a remote object changed while read), each
+// naming the URI.
 absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
     const std::string& uri, const SourceOptions& options = {});
+
+// Positional reads of the shard: local files mapped or with pread(2);
+// http(s):// and s3:// with one ranged GET per read (ETag pinned at open,
+// retries, resume: io/remote/remote_object.h), or, with `options.cache_dir`
+// set, from the shard fetched whole into the local cache. Errors: as
+// OpenSource(), and ResourceExhausted for a pipe longer than
+// `options.max_unseekable_bytes`.
+absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
+    const std::string& uri, const SourceOptions& options = {});
+
+// A hint that `uri` is read soon: with `options.cache_dir` set, a remote
+// shard starts being fetched into the cache in the background; otherwise
+// nothing. Errors: InvalidArgument for an unknown scheme (fetch failures are
+// left to the later open).
+absl::Status PrefetchShard(const std::string& uri, const SourceOptions& options);
+
+// A file that appears under `uri` only once committed: a local path, file://
+// or s3:// URI. Errors: NotFound (no such directory), PermissionDenied,
+// InvalidArgument (an unknown scheme or http(s)://, which cannot be
+// written), S3 credential errors as S3Client::Create().
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(
+    const std::string& uri, const SourceOptions& options = {});
+
+// Writes `content` as the whole file at `uri` (create, write, commit).
+absl::Status WriteWholeFile(const std::string& uri, absl::string_view content,
+                            const SourceOptions& options = {});
 
 }  // namespace shardloader
 

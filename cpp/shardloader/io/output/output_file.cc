@@ -11,7 +11,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "shardloader/io/remote/remote_source.h"
 #include "shardloader/io/remote/s3_client.h"
 #include "shardloader/status.h"
 
@@ -164,15 +163,6 @@ class S3OutputFile final : public OutputFile {
   bool done_ = false;
 };
 
-class Forwarding final : public TarSink {
- public:
-  explicit Forwarding(TarSink* target) : target_(target) {}
-  absl::Status Write(absl::string_view data) override { return target_->Write(data); }
-
- private:
-  TarSink* target_;
-};
-
 }  // namespace
 
 absl::Status OutputFile::Write(absl::string_view data) {
@@ -183,32 +173,17 @@ absl::Status OutputFile::Write(absl::string_view data) {
 
 std::string OutputFile::Sha256HexDigest() { return absl::BytesToHexString(hasher_.Digest()); }
 
-absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(const std::string& uri,
-                                                             const SourceOptions& options) {
-  if (absl::StartsWith(uri, "s3://")) {
-    SL_ASSIGN_OR_RETURN(S3Location location, ParseS3Uri(uri));
-    absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
-    if (!client.ok()) return WithContext(client.status(), {.uri = uri});
-    return std::unique_ptr<OutputFile>(
-        new S3OutputFile(uri, *std::move(client), std::move(location)));
-  }
-  if (IsRemoteUri(uri)) {
-    return WithContext(absl::InvalidArgumentError("http(s):// URIs cannot be written"),
-                       {.uri = uri});
-  }
-  SL_ASSIGN_OR_RETURN(const std::string path, LocalPathOf(uri));
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateLocalOutputFile(const std::string& path) {
   return LocalOutputFile::Create(path);
 }
 
-absl::Status WriteWholeFile(const std::string& uri, absl::string_view content,
-                            const SourceOptions& options) {
-  SL_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file, CreateOutputFile(uri, options));
-  SL_RETURN_IF_ERROR(file->Write(content));
-  return file->Commit();
-}
-
-std::unique_ptr<TarSink> ForwardingSink(TarSink* target) {
-  return std::make_unique<Forwarding>(target);
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(const std::string& uri,
+                                                               const SourceOptions& options) {
+  SL_ASSIGN_OR_RETURN(S3Location location, ParseS3Uri(uri));
+  absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
+  if (!client.ok()) return WithContext(client.status(), {.uri = uri});
+  return std::unique_ptr<OutputFile>(
+      new S3OutputFile(uri, *std::move(client), std::move(location)));
 }
 
 }  // namespace shardloader

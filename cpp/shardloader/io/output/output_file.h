@@ -24,13 +24,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "shardloader/format/tar_writer.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/byte_sink.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/internal/sha256.h"
 
 namespace shardloader {
 
-class OutputFile : public TarSink {
+class OutputFile : public ByteSink {
  public:
   ~OutputFile() override = default;
 
@@ -59,20 +59,16 @@ class OutputFile : public TarSink {
   Sha256Hasher hasher_;
 };
 
-// Creates the output for a local path, file:// URI or s3:// URI. Errors:
-// NotFound (no such directory), PermissionDenied, InvalidArgument (an
-// unknown scheme or http(s)://, which cannot be written), S3 credential
-// errors as S3Client::Create().
-absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(
+// The output for local file `path` (written as ".<name>.partial-<pid>",
+// renamed on Commit()). Errors: NotFound (no such directory),
+// PermissionDenied, each naming the path.
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateLocalOutputFile(const std::string& path);
+
+// The output for "s3://bucket/key" (a multipart upload). Errors:
+// InvalidArgument for a malformed URI, S3 credential errors as
+// S3Client::Create().
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(
     const std::string& uri, const SourceOptions& options = {});
-
-// Writes `content` as the whole file at `uri` (create, write, commit).
-absl::Status WriteWholeFile(const std::string& uri, absl::string_view content,
-                            const SourceOptions& options = {});
-
-// A TarSink that forwards to `target`, which the caller keeps owning (so a
-// TarWriter can write to an OutputFile that is committed afterwards).
-std::unique_ptr<TarSink> ForwardingSink(TarSink* target);
 
 }  // namespace shardloader
 

@@ -24,7 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardloader/io/remote/curl_transport.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/io/remote/retry.h"
 
 namespace shardloader {

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "shardloader/io/remote/s3_client.h"
 #include "shardloader/status.h"
+#include "shardloader/io/uri.h"
 
 namespace shardloader {
 namespace {
@@ -132,11 +133,6 @@ class RemoteRandomAccess final : public RandomAccessSource {
 };
 
 }  // namespace
-
-bool IsRemoteUri(absl::string_view uri) {
-  return absl::StartsWith(uri, "http://") || absl::StartsWith(uri, "https://") ||
-         absl::StartsWith(uri, "s3://");
-}
 
 absl::StatusOr<std::shared_ptr<RemoteObject>> OpenRemoteObject(
     const std::string& uri, const SourceOptions& options) {

@@ -22,14 +22,11 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/io/random_access.h"
 #include "shardloader/io/remote/remote_object.h"
 
 namespace shardloader {
-
-// Whether `uri` names a remote shard (http://, https://, s3://).
-bool IsRemoteUri(absl::string_view uri);
 
 // Opens (stats) the remote object `uri` names. Errors: as
 // RemoteObject::Open() and S3Client::Create().

@@ -22,7 +22,7 @@
 #include "absl/status/statusor.h"
 #include "shardloader/io/remote/aws_credentials.h"
 #include "shardloader/io/remote/curl_transport.h"
-#include "shardloader/io/open/open_source.h"
+#include "shardloader/io/source_options.h"
 #include "shardloader/io/remote/remote_object.h"
 #include "shardloader/io/remote/sigv4.h"
 

@@ -83,20 +83,13 @@ absl::Status Validate(const LoaderOptions& options) {
 // What runs: the decode arena, the batch pool and the current epoch.
 class Loader::Engine {
  public:
-  Engine(const LoaderOptions& options, std::vector<std::string> shards)
-      : arena(options.num_threads > 0 ? options.num_threads : AvailableCpus()),
-        pool(internal_batch::BatchPool::Create(options.fields.size(),
-                                               options.prefetch_batches + 2,
-                                               options.pin_memory)),
-        dataset(std::make_shared<internal_pipeline::Dataset>(
-            std::move(shards),
-            internal_pipeline::DatasetOptions{
-                .source = options.source,
-                .num_io_threads = options.num_io_threads,
-                .max_open_shards = static_cast<size_t>(
-                    std::clamp<int64_t>(2 * options.window_shards + 2, 8, 256)),
-                .keep_readable_prefix = options.on_error == OnError::kSkip,
-                .stats = stats})) {}
+  Engine(std::shared_ptr<const LoaderOptions> options, std::vector<std::string> shards)
+      : arena(options->num_threads > 0 ? options->num_threads : AvailableCpus()),
+        pool(internal_batch::BatchPool::Create(options->fields.size(),
+                                               options->prefetch_batches + 2,
+                                               options->pin_memory)),
+        dataset(std::make_shared<internal_pipeline::Dataset>(std::move(shards),
+                                                             std::move(options), stats)) {}
 
   tbb::task_arena arena;
   std::shared_ptr<internal_batch::BatchPool> pool;
@@ -130,11 +123,11 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
 }
 
 Loader::Loader(LoaderOptions options, std::vector<std::string> shards)
-    : options_(std::move(options)),
+    : options_(std::make_shared<const LoaderOptions>(std::move(options))),
       shards_(shards),
       creator_pid_(::getpid()),
       engine_(std::make_unique<Engine>(options_, std::move(shards))),
-      epoch_(options_.epoch) {}
+      epoch_(options_->epoch) {}
 
 Loader::~Loader() {
   if (::getpid() != creator_pid_) {
@@ -171,13 +164,13 @@ absl::StatusOr<RankSchedule> Loader::Schedule() {
 
 ScheduleOptions Loader::ReaderSchedule() const {
   return {.start = start_,
-          .rank = *options_.rank,
-          .world_size = *options_.world_size,
-          .worker = options_.worker,
-          .num_workers = options_.num_workers,
-          .batch_size = options_.batch_size,
-          .drop_last = options_.drop_last,
-          .remainder = options_.remainder};
+          .rank = *options_->rank,
+          .world_size = *options_->world_size,
+          .worker = options_->worker,
+          .num_workers = options_->num_workers,
+          .batch_size = options_->batch_size,
+          .drop_last = options_->drop_last,
+          .remainder = options_->remainder};
 }
 
 absl::StatusOr<RankSchedule> Loader::Schedule(int64_t num_samples) const {
@@ -193,18 +186,10 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
   resumed_ = false;
   engine_->pipeline = std::make_shared<Pipeline>(
       internal_pipeline::PipelineConfig{
+          .options = options_,
           .dataset = engine_->dataset,
-          .order = {.seed = options_.seed,
-                    .epoch = epoch_,
-                    .shuffle = options_.shuffle,
-                    .window_shards = options_.window_shards},
+          .epoch = epoch_,
           .schedule = ReaderSchedule(),
-          .fields = options_.fields,
-          .skip_bad_samples = options_.on_error == OnError::kSkip,
-          .max_errors = options_.max_errors,
-          .max_error_fraction = options_.max_error_fraction,
-          .num_io_threads = options_.num_io_threads,
-          .prefetch_batches = options_.prefetch_batches,
           .stats = engine_->stats,
       },
       engine_->pool, &engine_->arena);
@@ -306,27 +291,27 @@ absl::StatusOr<LoaderState> Loader::State() {
   const int64_t rank_batches =
       batches_yielded_ == 0
           ? 0
-          : options_.worker + (batches_yielded_ - 1) * options_.num_workers + 1;
+          : options_->worker + (batches_yielded_ - 1) * options_->num_workers + 1;
   return LoaderState{.epoch = epoch_,
                      .position = schedule.PositionAfter(rank_batches),
                      .num_samples = schedule.options().num_samples,
-                     .seed = options_.seed,
-                     .shuffle = options_.shuffle,
-                     .window_shards = options_.window_shards};
+                     .seed = options_->seed,
+                     .shuffle = options_->shuffle,
+                     .window_shards = options_->window_shards};
 }
 
 absl::Status Loader::Resume(const LoaderState& state) {
   SL_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
   const int64_t num_samples = TotalSamples(counts);
-  if (state.num_samples != num_samples || state.seed != options_.seed ||
-      state.shuffle != options_.shuffle ||
-      (state.shuffle && state.window_shards != options_.window_shards)) {
+  if (state.num_samples != num_samples || state.seed != options_->seed ||
+      state.shuffle != options_->shuffle ||
+      (state.shuffle && state.window_shards != options_->window_shards)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "this state belongs to another order: it was saved with ",
         state.num_samples, " samples, seed ", state.seed, ", shuffle ",
         state.shuffle, ", window_shards ", state.window_shards, "; this Loader has ",
-        num_samples, " samples, seed ", options_.seed, ", shuffle ",
-        options_.shuffle, ", window_shards ", options_.window_shards));
+        num_samples, " samples, seed ", options_->seed, ", shuffle ",
+        options_->shuffle, ", window_shards ", options_->window_shards));
   }
   if (state.position < 0 || state.position > num_samples) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -8,9 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_for.h"
-#include "shardloader/decode/image.h"
-#include "shardloader/decode/npy.h"
-#include "shardloader/decode/text.h"
+#include "shardloader/decode/decode_field.h"
 #include "shardloader/internal/stream_copy.h"
 #include "shardloader/plan/epoch_order.h"
 
@@ -37,27 +35,6 @@ absl::StatusOr<const SampleField*> FindField(const FieldSpec& spec,
       sample.context());
 }
 
-// Decodes one fixed-size value of `spec` into `dst`.
-absl::Status DecodeFixed(const FieldSpec& spec, std::string_view data,
-                         uint64_t sample_seed, uint8_t* dst) {
-  switch (spec.kind) {
-    case FieldKind::kInt: {
-      SL_ASSIGN_OR_RETURN(const int64_t label, ParseIntLabel(data));
-      std::memcpy(dst, &label, sizeof(label));
-      return absl::OkStatus();
-    }
-    case FieldKind::kNpy:
-      return DecodeNpy(data, spec.dtype, spec.shape,
-                       reinterpret_cast<char*>(dst));
-    case FieldKind::kImage:
-      return DecodeImage(data, spec.image, sample_seed, dst);
-    case FieldKind::kBytes:
-    case FieldKind::kText:
-      break;
-  }
-  return absl::InternalError("ragged field decoded as fixed-size");
-}
-
 // Lays out a ragged field: its offsets and room for its values.
 void PrepareRagged(const FieldSpec& spec, absl::Span<const Sample> samples,
                    FieldBuffers& buffers) {
@@ -80,13 +57,9 @@ absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
   for (size_t f = 0; f < fields.size(); ++f) {
     const FieldSpec& spec = fields[f];
     SL_ASSIGN_OR_RETURN(const SampleField* field, FindField(spec, sample));
-    absl::Status status;
-    if (spec.kind == FieldKind::kText) {
-      status = ValidateUtf8(field->bytes());
-    } else if (!spec.ragged()) {
-      status = DecodeFixed(spec, field->bytes(), sample_seed,
-                           slot.fields[f].values.data() + row * spec.sample_bytes());
-    }
+    const absl::Status status = DecodeField(
+        spec, field->bytes(), sample_seed,
+        spec.ragged() ? nullptr : slot.fields[f].values.data() + row * spec.sample_bytes());
     if (!status.ok()) {
       return WithContext(
           absl::Status(status.code(), absl::StrCat("field '", spec.name, "' (.",
@@ -121,7 +94,7 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
                                     absl::Span<const absl::Status> read_errors,
                                     std::shared_ptr<BatchSlot> slot,
                                     tbb::task_arena& arena,
-                                    const AugmentationKey& augmentation,
+                                    const OrderOptions& order,
                                     ReplaceFn replace) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
@@ -151,7 +124,7 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
       if (status.ok()) {
         status = DecodeSample(
             fields, sample, row,
-            SampleAugmentationSeed(augmentation.seed, augmentation.epoch,
+            SampleAugmentationSeed(order.seed, order.epoch,
                                    sample.shard_index, sample.index),
             *slot);
       }

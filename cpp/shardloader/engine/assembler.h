@@ -21,17 +21,12 @@
 #include "absl/types/span.h"
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/batch.h"
-#include "shardloader/decode/field.h"
+#include "shardloader/decode/decode_field.h"
 #include "shardloader/format/sample.h"
 #include "shardloader/engine/batch_pool.h"
+#include "shardloader/plan/epoch_order.h"
 
 namespace shardloader::internal_pipeline {
-
-// What random augmentations derive from (see SampleAugmentationSeed).
-struct AugmentationKey {
-  uint64_t seed = 0;
-  int64_t epoch = 0;
-};
 
 // Called for row `row` whose sample failed with `error` (its read error, or
 // its decode error). Returns OK once `*sample` holds a readable replacement;
@@ -42,13 +37,15 @@ using ReplaceFn = absl::FunctionRef<absl::Status(
 
 // Decodes `samples` per `fields` into `slot` and returns the Batch viewing
 // it. `read_errors[i]` is the error reading sample i (OK if it was read).
+// Random augmentations derive from the epoch's `order` seed and epoch (see
+// SampleAugmentationSeed).
 // Errors: what `replace` returns, e.g. DataLoss (missing field, corrupt
 // value) with the sample's shard, offset and key.
 absl::StatusOr<Batch> AssembleBatch(
     absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
     absl::Span<const absl::Status> read_errors,
     std::shared_ptr<internal_batch::BatchSlot> slot, tbb::task_arena& arena,
-    const AugmentationKey& augmentation, ReplaceFn replace);
+    const OrderOptions& order, ReplaceFn replace);
 
 }  // namespace shardloader::internal_pipeline
 

@@ -8,11 +8,14 @@
 
 namespace shardloader::internal_pipeline {
 
-BadSamples::BadSamples(BadSampleOptions options, std::shared_ptr<Dataset> dataset,
+BadSamples::BadSamples(std::shared_ptr<const LoaderOptions> options, int64_t epoch,
+                       int64_t max_skips, std::shared_ptr<Dataset> dataset,
                        const std::vector<int64_t>& counts,
                        std::vector<std::string> wanted_extensions,
                        std::shared_ptr<internal_stats::StatsCounters> stats)
-    : options_(options),
+    : options_(std::move(options)),
+      epoch_(epoch),
+      max_skips_(max_skips),
       dataset_(std::move(dataset)),
       wanted_(std::move(wanted_extensions)),
       stats_(std::move(stats)) {
@@ -21,10 +24,10 @@ BadSamples::BadSamples(BadSampleOptions options, std::shared_ptr<Dataset> datase
 }
 
 absl::Status BadSamples::Skip(const absl::Status& error) {
-  if (!options_.skip) return error;
-  if (skipped_.fetch_add(1) >= options_.max_skips) {
+  if (options_->on_error != OnError::kSkip) return error;
+  if (skipped_.fetch_add(1) >= max_skips_) {
     return Prefixed(error, absl::StrCat("more bad samples than max_errors allows (",
-                                        options_.max_skips, " in this epoch); the last: "));
+                                        max_skips_, " in this epoch); the last: "));
   }
   stats_->RecordSkip(error);
   return absl::OkStatus();
@@ -40,7 +43,7 @@ absl::Status BadSamples::Replace(int64_t position, const absl::Status& error,
                                           " tries; the first error: "));
     }
     internal_random::Rng rng(
-        ReplacementSeed(options_.seed, options_.epoch, position, (*tries)++));
+        ReplacementSeed(options_->seed, epoch_, position, (*tries)++));
     const int64_t global = static_cast<int64_t>(rng.Below(first_sample_.back()));
     const size_t shard = static_cast<size_t>(
         std::upper_bound(first_sample_.begin(), first_sample_.end(), global) -

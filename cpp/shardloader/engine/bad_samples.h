@@ -23,21 +23,18 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/stats_counters.h"
+#include "shardloader/loader_options.h"
 
 namespace shardloader::internal_pipeline {
-
-struct BadSampleOptions {
-  bool skip = false;      // on_error="skip"
-  int64_t max_skips = 0;  // skips allowed in this epoch
-  uint64_t seed = 0;
-  int64_t epoch = 0;
-};
 
 class BadSamples {
  public:
   static constexpr int kMaxTries = 16;
 
-  BadSamples(BadSampleOptions options, std::shared_ptr<Dataset> dataset,
+  // With options->on_error == kSkip, up to `max_skips` bad samples of epoch
+  // `epoch` are replaced; otherwise every error is raised.
+  BadSamples(std::shared_ptr<const LoaderOptions> options, int64_t epoch,
+             int64_t max_skips, std::shared_ptr<Dataset> dataset,
              const std::vector<int64_t>& counts,
              std::vector<std::string> wanted_extensions,
              std::shared_ptr<internal_stats::StatsCounters> stats);
@@ -52,7 +49,9 @@ class BadSamples {
   // Records one skip; the error to raise if the budget is spent.
   absl::Status Skip(const absl::Status& error);
 
-  const BadSampleOptions options_;
+  const std::shared_ptr<const LoaderOptions> options_;
+  const int64_t epoch_;
+  const int64_t max_skips_;
   const std::shared_ptr<Dataset> dataset_;
   std::vector<int64_t> first_sample_;  // running sum of the shard counts
   const std::vector<std::string> wanted_;

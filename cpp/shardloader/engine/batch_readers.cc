@@ -16,12 +16,17 @@ struct BatchReaders::State {
                                     int64_t{0})),
         ready(static_cast<size_t>(config.schedule.num_batches())) {}
 
+  // Batches read ahead of the one being consumed.
+  int64_t Lookahead() const {
+    return static_cast<int64_t>(config.options->prefetch_batches) + 1;
+  }
+
   // Claims the next batch to read; nullopt when there is none or stopped.
   std::optional<int64_t> Claim() ABSL_LOCKS_EXCLUDED(mu) {
     absl::MutexLock lock(&mu);
     auto can_claim = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
       return stopped || next_to_claim >= config.schedule.num_batches() ||
-             next_to_claim <= current + static_cast<int64_t>(config.lookahead);
+             next_to_claim <= current + Lookahead();
     };
     mu.Await(absl::Condition(&can_claim));
     if (stopped || next_to_claim >= config.schedule.num_batches()) return std::nullopt;
@@ -32,7 +37,7 @@ struct BatchReaders::State {
   // remote cache, so it is local by the time it is read (a no-op for local
   // shards and without a cache).
   void Prefetch(int64_t j, EpochOrder& order) {
-    const int64_t later = j + static_cast<int64_t>(config.lookahead) + 1;
+    const int64_t later = j + Lookahead() + 1;
     if (later >= config.schedule.num_batches()) return;
     const int64_t p = config.schedule.Batch(later).first;
     const int64_t position = p < num_samples ? p : (p - num_samples) % num_samples;
@@ -68,7 +73,7 @@ struct BatchReaders::State {
 BatchReaders::BatchReaders(BatchReadersConfig config)
     : state_(std::make_shared<State>(std::move(config))) {
   const int num_threads = static_cast<int>(std::clamp<int64_t>(
-      state_->config.num_threads, 1,
+      state_->config.options->num_io_threads, 1,
       std::max<int64_t>(1, state_->config.schedule.num_batches())));
   for (int i = 0; i < num_threads; ++i) {
     std::thread([state = state_] {

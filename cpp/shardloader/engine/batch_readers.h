@@ -1,6 +1,6 @@
 // BatchReaders: reads a reader's batches of samples ahead, with I/O threads.
 //
-// Threads claim batches in schedule order, at most `lookahead` ahead of the
+// Threads claim batches in schedule order, at most prefetch_batches + 1 ahead of the
 // batch being consumed, and read each of its samples through the Dataset
 // (one positional read per member). A sample that cannot be read keeps its
 // error beside it, for the assembler to raise or replace. Batches are
@@ -25,6 +25,7 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/sample_pool.h"
+#include "shardloader/loader_options.h"
 #include "shardloader/plan/epoch_order.h"
 #include "shardloader/plan/rank_schedule.h"
 
@@ -37,14 +38,15 @@ struct ReadBatch {
   std::vector<int64_t> positions;      // in the epoch's order
 };
 
+// What the readers read: num_io_threads threads read up to
+// prefetch_batches + 1 batches ahead of the consumer (LoaderOptions).
 struct BatchReadersConfig {
+  std::shared_ptr<const LoaderOptions> options;  // not null
   std::shared_ptr<Dataset> dataset;     // not null
   std::vector<int64_t> counts;          // samples per shard
   OrderOptions order;
   RankSchedule schedule;
   std::vector<std::string> wanted_extensions;
-  int num_threads = 2;
-  size_t lookahead = 4;                 // batches read ahead of the consumer
   std::shared_ptr<SamplePool> sample_pool;  // not null
 };
 

@@ -7,7 +7,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "shardloader/io/cache/shard_cache.h"
 #include "shardloader/status.h"
 #include "shardloader/io/open/open_source.h"
 
@@ -35,9 +34,14 @@ absl::StatusOr<std::string> ReadText(const std::string& uri,
 
 }  // namespace
 
-Dataset::Dataset(std::vector<std::string> shards, DatasetOptions options)
+Dataset::Dataset(std::vector<std::string> shards,
+                 std::shared_ptr<const LoaderOptions> options,
+                 std::shared_ptr<internal_stats::StatsCounters> stats)
     : shards_(std::move(shards)),
       options_(std::move(options)),
+      stats_(std::move(stats)),
+      max_open_shards_(static_cast<size_t>(
+          std::clamp<int64_t>(2 * options_->window_shards + 2, 8, 256))),
       opening_(new absl::Mutex[shards_.size()]) {
   for (const std::string& uri : shards_) {
     state_.push_back({.uri = std::make_shared<const std::string>(uri)});
@@ -57,7 +61,7 @@ absl::StatusOr<std::vector<int64_t>> Dataset::Counts() {
     }
   };
   const size_t num_threads = std::min<size_t>(
-      std::max(1, options_.num_io_threads), shards_.size());
+      std::max(1, options_->num_io_threads), shards_.size());
   std::vector<std::thread> threads;
   for (size_t t = 1; t < num_threads; ++t) threads.emplace_back(work);
   work();
@@ -79,7 +83,7 @@ absl::StatusOr<int64_t> Dataset::Count(int64_t shard) {
     if (state_[shard].count.has_value()) return *state_[shard].count;
   }
   const std::string index_uri = IndexUriFor(shards_[shard]);
-  absl::StatusOr<std::string> head = ReadText(index_uri, options_.source, true);
+  absl::StatusOr<std::string> head = ReadText(index_uri, options_->source, true);
   int64_t count = 0;
   if (head.ok()) {
     std::vector<absl::string_view> words =
@@ -106,14 +110,14 @@ absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Scan(int64_t shard) {
   auto index = std::make_shared<ShardIndex>();
   absl::Status status;
   {
-    ScopedTimer timer(options_.stats->read_busy_ns);
-    status = ScanShardIndex(StreamOf(source, options_.source.block_size_bytes),
+    ScopedTimer timer(stats_->read_busy_ns);
+    status = ScanShardIndex(StreamOf(source, options_->source.block_size_bytes),
                             index.get());
   }
   absl::MutexLock lock(&mu_);
   if (!status.ok()) {
-    if (!options_.keep_readable_prefix || absl::IsNotFound(status)) return status;
-    options_.stats->RecordSkip(status);
+    if (options_->on_error != OnError::kSkip || absl::IsNotFound(status)) return status;
+    stats_->RecordSkip(status);
   }
   state_[shard].index = index;
   return index;
@@ -127,7 +131,7 @@ absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Index(int64_t shard) 
     count = state_[shard].count.value_or(-1);
   }
   const std::string index_uri = IndexUriFor(shards_[shard]);
-  absl::StatusOr<std::string> text = ReadText(index_uri, options_.source, false);
+  absl::StatusOr<std::string> text = ReadText(index_uri, options_->source, false);
   if (absl::IsNotFound(text.status())) return Scan(shard);
   SL_RETURN_IF_ERROR(text.status());
   SL_ASSIGN_OR_RETURN(ShardIndex parsed, ParseShardIndex(*text, index_uri));
@@ -158,13 +162,13 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> Dataset::Open(int64_t shard)
   }
   absl::StatusOr<std::shared_ptr<RandomAccessSource>> source;
   {
-    ScopedTimer timer(options_.stats->read_busy_ns);
-    source = OpenRandomAccess(shards_[shard], options_.source);
+    ScopedTimer timer(stats_->read_busy_ns);
+    source = OpenRandomAccess(shards_[shard], options_->source);
   }
   SL_RETURN_IF_ERROR(source.status());
-  StatsCounters::Add(options_.stats->num_shards_opened, 1);
+  StatsCounters::Add(stats_->num_shards_opened, 1);
   absl::MutexLock lock(&mu_);
-  if (open_.size() >= std::max<size_t>(1, options_.max_open_shards)) {
+  if (open_.size() >= max_open_shards_) {
     auto oldest = std::min_element(
         open_.begin(), open_.end(),
         [](const OpenShard& a, const OpenShard& b) { return a.last_use < b.last_use; });
@@ -175,7 +179,7 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> Dataset::Open(int64_t shard)
 }
 
 void Dataset::Prefetch(int64_t shard) const {
-  PrefetchShard(shards_[shard], options_.source).IgnoreError();
+  PrefetchShard(shards_[shard], options_->source).IgnoreError();
 }
 
 absl::Status Dataset::Read(SampleRef ref, absl::Span<const std::string> wanted,
@@ -189,13 +193,13 @@ absl::Status Dataset::Read(SampleRef ref, absl::Span<const std::string> wanted,
   out->shard_index = ref.shard;
   absl::Status status;
   {
-    ScopedTimer timer(options_.stats->read_busy_ns);
+    ScopedTimer timer(stats_->read_busy_ns);
     status = ReadIndexedSample(source, *index, ref.index, wanted, out);
   }
-  StatsCounters::Add(options_.stats->num_samples_read, 1);
+  StatsCounters::Add(stats_->num_samples_read, 1);
   int64_t bytes = 0;
   for (const SampleField& field : out->fields) bytes += field.bytes().size();
-  StatsCounters::Add(options_.stats->num_bytes_read, bytes);
+  StatsCounters::Add(stats_->num_bytes_read, bytes);
   return status;
 }
 

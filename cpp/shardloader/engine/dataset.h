@@ -3,13 +3,14 @@
 // Sample counts come from each shard's index file ("<shard>.idx", see
 // format/shard_index.h) when there is one (only its first line is read), or
 // from a scan of the shard's headers otherwise (the scanned index is kept).
-// Counting runs on `num_io_threads` threads and happens once per Dataset.
+// Counting runs on LoaderOptions::num_io_threads threads and happens once per
+// Dataset.
 // Full indexes are loaded when a shard is first read, and kept: about 40
 // bytes per sample plus the key. Open shards are kept in a small LRU cache
-// of `max_open_shards`.
+// of 2 × window_shards + 2 (8 to 256).
 //
 // A shard whose scan fails part-way (a damaged member header) is an error;
-// with `keep_readable_prefix` its samples before the damage are used
+// with on_error="skip" its samples before the damage are used
 // instead, and the error is recorded once in the stats as a skip.
 //
 // Ownership: shared by the loader and its pipelines. Thread-safety:
@@ -30,23 +31,17 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/format/shard_index.h"
 #include "shardloader/engine/stats_counters.h"
-#include "shardloader/io/source_options.h"
+#include "shardloader/loader_options.h"
 #include "shardloader/io/random_access.h"
 #include "shardloader/plan/epoch_order.h"
 
 namespace shardloader::internal_pipeline {
 
-struct DatasetOptions {
-  SourceOptions source;
-  int num_io_threads = 2;
-  size_t max_open_shards = 16;
-  bool keep_readable_prefix = false;
-  std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
-};
-
 class Dataset {
  public:
-  Dataset(std::vector<std::string> shards, DatasetOptions options);
+  // `options` and `stats` must not be null.
+  Dataset(std::vector<std::string> shards, std::shared_ptr<const LoaderOptions> options,
+          std::shared_ptr<internal_stats::StatsCounters> stats);
 
   const std::vector<std::string>& shards() const { return shards_; }
 
@@ -86,7 +81,9 @@ class Dataset {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::vector<std::string> shards_;
-  const DatasetOptions options_;
+  const std::shared_ptr<const LoaderOptions> options_;
+  const std::shared_ptr<internal_stats::StatsCounters> stats_;
+  const size_t max_open_shards_;
   // One per shard, held while opening it, so a shard is opened once.
   std::unique_ptr<absl::Mutex[]> opening_;
   mutable absl::Mutex mu_;

@@ -29,11 +29,15 @@ Pipeline::Pipeline(PipelineConfig config,
                    std::shared_ptr<internal_batch::BatchPool> pool,
                    tbb::task_arena* arena)
     : config_(std::move(config)),
+      order_{.seed = config_.options->seed,
+             .epoch = config_.epoch,
+             .shuffle = config_.options->shuffle,
+             .window_shards = config_.options->window_shards},
       pool_(std::move(pool)),
       arena_(arena),
       sample_pool_(std::make_shared<SamplePool>(static_cast<size_t>(
           std::max<int64_t>(2 * config_.schedule.batch_size, 256)))),
-      ready_(config_.prefetch_batches),
+      ready_(config_.options->prefetch_batches),
       counting_(std::make_shared<Counting>()),
       assembler_([this] { Assemble(); }) {}
 
@@ -88,26 +92,22 @@ bool Pipeline::Start() {
   for (int64_t j = 0; j < schedule->num_batches(); ++j) {
     reader_samples += schedule->Batch(j).size;
   }
-  const std::vector<std::string> wanted = WantedExtensions(config_.fields);
+  const std::vector<std::string> wanted = WantedExtensions(config_.options->fields);
   bad_samples_ = std::make_unique<BadSamples>(
-      BadSampleOptions{
-          .skip = config_.skip_bad_samples,
-          .max_skips = std::max<int64_t>(
-              config_.max_errors,
-              static_cast<int64_t>(config_.max_error_fraction * reader_samples)),
-          .seed = config_.order.seed,
-          .epoch = config_.order.epoch},
+      config_.options, config_.epoch,
+      std::max<int64_t>(config_.options->max_errors,
+                        static_cast<int64_t>(config_.options->max_error_fraction *
+                                             reader_samples)),
       config_.dataset, *counts, wanted, config_.stats);
   absl::MutexLock lock(&mu_);
   if (stopped_) return false;
   readers_ = std::make_unique<BatchReaders>(BatchReadersConfig{
+      .options = config_.options,
       .dataset = config_.dataset,
       .counts = *std::move(counts),
-      .order = config_.order,
+      .order = order_,
       .schedule = *schedule,
       .wanted_extensions = wanted,
-      .num_threads = config_.num_io_threads,
-      .lookahead = config_.prefetch_batches + 1,
       .sample_pool = sample_pool_});
   return true;
 }
@@ -147,9 +147,9 @@ void Pipeline::Assemble() {
     {
       internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
       batch = AssembleBatch(
-          config_.fields, absl::MakeSpan(read->samples), read->errors,
+          config_.options->fields, absl::MakeSpan(read->samples), read->errors,
           pool_->Acquire(), *arena_,
-          {.seed = config_.order.seed, .epoch = config_.order.epoch},
+          order_,
           [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
             return bad_samples_->Replace(read->positions[row], error, tries, sample);
           });

@@ -30,28 +30,24 @@
 #include "absl/time/time.h"
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/batch.h"
-#include "shardloader/decode/field.h"
+#include "shardloader/decode/decode_field.h"
 #include "shardloader/engine/bad_samples.h"
 #include "shardloader/engine/batch_pool.h"
 #include "shardloader/engine/batch_readers.h"
 #include "shardloader/internal/bounded_queue.h"
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/sample_pool.h"
+#include "shardloader/loader_options.h"
 #include "shardloader/plan/epoch_order.h"
 #include "shardloader/plan/rank_schedule.h"
 
 namespace shardloader::internal_pipeline {
 
 struct PipelineConfig {
-  std::shared_ptr<Dataset> dataset;  // not null
-  OrderOptions order;
+  std::shared_ptr<const LoaderOptions> options;  // not null
+  std::shared_ptr<Dataset> dataset;              // not null
+  int64_t epoch = 0;
   ScheduleOptions schedule;  // num_samples is filled in from the dataset
-  std::vector<FieldSpec> fields;
-  bool skip_bad_samples = false;
-  int64_t max_errors = 0;           // skips allowed per epoch: the larger of
-  double max_error_fraction = 0.0;  // these two (a fraction of the reader's)
-  int num_io_threads = 2;
-  size_t prefetch_batches = 2;  // assembled batches waiting for the consumer
   std::shared_ptr<internal_stats::StatsCounters> stats;  // not null
 };
 
@@ -88,6 +84,7 @@ class Pipeline {
   void Fail(absl::Status error);
 
   const PipelineConfig config_;
+  const OrderOptions order_;  // from the options and the epoch
   std::shared_ptr<internal_batch::BatchPool> pool_;
   tbb::task_arena* arena_;
   std::shared_ptr<SamplePool> sample_pool_;

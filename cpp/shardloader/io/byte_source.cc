@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "absl/strings/str_cat.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -19,21 +18,6 @@ absl::StatusOr<int64_t> ByteSource::Skip(int64_t size) {
     skipped += static_cast<int64_t>(n);
   }
   return skipped;
-}
-
-absl::Status ByteSource::ReadFully(char* dst, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    SL_ASSIGN_OR_RETURN(const size_t n, Read(dst + done, size - done));
-    if (n == 0) {
-      return WithContext(
-          absl::DataLossError(absl::StrCat("unexpected end of data: wanted ",
-                                           size, " bytes, got ", done)),
-          {.uri = uri(), .offset = position()});
-    }
-    done += n;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace shardloader

@@ -1,7 +1,7 @@
 // ByteSource: a forward-only stream of a shard's bytes.
 //
-// Every storage backend (local files now; HTTP and S3 later) implements this
-// one interface, and every format reader consumes it, so readers never need
+// Every storage backend (local files, http(s)://, s3://, the cache: see
+// io/open/open_source.h) implements this one interface, and every format reader consumes it, so readers never need
 // to seek. Sources buffer internally: callers may read a few bytes at a time.
 //
 // Ownership: the creator owns the source. Thread-safety: thread-compatible
@@ -36,10 +36,6 @@ class ByteSource {
 
   // Number of bytes consumed so far (read or skipped) from the start.
   virtual int64_t position() const = 0;
-
-  // Reads exactly `size` bytes, or fails with DataLoss ("unexpected end of
-  // data at offset N") if the stream ends first.
-  absl::Status ReadFully(char* dst, size_t size);
 };
 
 }  // namespace shardloader

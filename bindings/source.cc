@@ -12,8 +12,6 @@
 #include "bindings/status.h"
 #include "shardloader/io/open/open_source.h"
 #include "shardloader/io/random_access.h"
-#include "shardloader/io/remote/remote_source.h"
-#include "shardloader/io/cache/shard_cache.h"
 
 namespace py = pybind11;
 

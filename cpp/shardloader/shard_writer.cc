@@ -11,8 +11,6 @@
 #include "shardloader/format/sample.h"
 #include "shardloader/format/shard_index.h"
 #include "shardloader/format/tar_writer.h"
-#include "shardloader/io/output/output_file.h"
-#include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
 #include "shardloader/io/open/open_source.h"
 #include "shardloader/io/uri.h"

@@ -7,7 +7,6 @@
 #include "absl/strings/str_split.h"
 #include "shardloader/format/sample_reader.h"
 #include "shardloader/format/tar_reader.h"
-#include "shardloader/io/output/output_file.h"
 #include "shardloader/status.h"
 #include "shardloader/io/open/open_source.h"
 

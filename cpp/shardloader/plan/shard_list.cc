@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "shardloader/io/remote/remote_source.h"
+#include "shardloader/io/open/open_source.h"
 #include "shardloader/status.h"
 #include "shardloader/io/uri.h"
 

@@ -45,6 +45,17 @@ absl::Status PrefetchShard(const std::string& uri, const SourceOptions& options)
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> ListPrefix(const std::string& uri,
+                                                    const SourceOptions& options) {
+  if (absl::StartsWith(uri, "s3://")) return ListS3Prefix(uri, options);
+  return WithContext(
+      IsRemoteUri(uri)
+          ? absl::UnimplementedError("HTTP servers cannot be listed; name the shards "
+                                     "(e.g. with a brace range)")
+          : absl::InvalidArgumentError("ListPrefix lists s3:// prefixes only"),
+      {.uri = uri});
+}
+
 absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(
     const std::string& uri, const SourceOptions& options) {
   if (absl::StartsWith(uri, "s3://")) return CreateS3OutputFile(uri, options);

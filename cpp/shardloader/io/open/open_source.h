@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,6 +47,12 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenRandomAccess(
 // nothing. Errors: InvalidArgument for an unknown scheme (fetch failures are
 // left to the later open).
 absl::Status PrefetchShard(const std::string& uri, const SourceOptions& options);
+
+// The objects under a remote prefix, as URIs in key order: "s3://bucket/
+// prefix" lists its keys. Errors: Unimplemented for http(s):// (HTTP has no
+// listing), InvalidArgument for local paths; otherwise as S3Client::ListKeys().
+absl::StatusOr<std::vector<std::string>> ListPrefix(const std::string& uri,
+                                                    const SourceOptions& options);
 
 // A file that appears under `uri` only once committed: a local path, file://
 // or s3:// URI. Errors: NotFound (no such directory), PermissionDenied,

@@ -155,16 +155,8 @@ std::shared_ptr<RandomAccessSource> RandomAccessOf(std::shared_ptr<RemoteObject>
   return std::make_shared<RemoteRandomAccess>(std::move(object));
 }
 
-absl::StatusOr<std::vector<std::string>> ListPrefix(const std::string& uri,
-                                                    const SourceOptions& options) {
-  if (!absl::StartsWith(uri, "s3://")) {
-    return WithContext(
-        IsRemoteUri(uri)
-            ? absl::UnimplementedError("HTTP servers cannot be listed; name the shards "
-                                       "(e.g. with a brace range)")
-            : absl::InvalidArgumentError("ListPrefix lists s3:// prefixes only"),
-        {.uri = uri});
-  }
+absl::StatusOr<std::vector<std::string>> ListS3Prefix(const std::string& uri,
+                                                      const SourceOptions& options) {
   SL_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
   absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
   if (!client.ok()) return WithContext(client.status(), {.uri = uri});

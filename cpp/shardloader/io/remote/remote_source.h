@@ -41,11 +41,11 @@ std::unique_ptr<ByteSource> ParallelStreamOf(std::shared_ptr<RemoteObject> objec
 // Positional reads of the object, one ranged GET per ReadAt().
 std::shared_ptr<RandomAccessSource> RandomAccessOf(std::shared_ptr<RemoteObject> object);
 
-// The objects under an "s3://bucket/prefix" as "s3://bucket/key" URIs, in
-// key order. Errors: Unimplemented for http(s):// (HTTP has no listing),
-// InvalidArgument for local paths; otherwise as S3Client::ListKeys().
-absl::StatusOr<std::vector<std::string>> ListPrefix(const std::string& uri,
-                                                    const SourceOptions& options);
+// The objects under "s3://bucket/prefix" as "s3://bucket/key" URIs, in key
+// order. Errors: InvalidArgument for a malformed URI; otherwise as
+// S3Client::Create() and S3Client::ListKeys().
+absl::StatusOr<std::vector<std::string>> ListS3Prefix(const std::string& uri,
+                                                      const SourceOptions& options);
 
 }  // namespace shardloader
 

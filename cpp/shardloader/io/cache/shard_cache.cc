@@ -247,8 +247,10 @@ absl::flat_hash_set<std::string>& Prefetching() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pr
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
-    const std::string& uri, const SourceOptions& options) {
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object, OpenRemoteObject(uri, options));
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                      OpenRemoteObject(uri, options, std::move(transport)));
   const int64_t limit = options.cache_limit_bytes;
   if (limit > 0 && object->size() > limit) return RandomAccessOf(std::move(object));
   std::error_code error;

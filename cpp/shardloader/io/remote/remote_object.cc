@@ -22,6 +22,14 @@ int64_t ContentRangeTotal(const HttpResponse& response) {
   return total;
 }
 
+// Authorizes `request` for `target` and sends one attempt of it.
+absl::Status SendTo(const RemoteTarget& target, HttpTransport& transport,
+                    HttpRequest* request, HttpResponse* response) {
+  request->follow_redirects = target.follow_redirects;
+  if (target.authorize) SL_RETURN_IF_ERROR(target.authorize(request));
+  return transport.Perform(*request, response);
+}
+
 std::string HeaderOr(const HttpResponse& response, const std::string& name) {
   const auto it = response.headers.find(name);
   return it == response.headers.end() ? std::string() : it->second;
@@ -48,22 +56,23 @@ HttpRequest BaseRequestOf(const SourceOptions& options, std::string method,
 }
 
 RemoteObject::RemoteObject(std::string uri, RemoteTarget target,
-                           const SourceOptions& options, int64_t size,
+                           const SourceOptions& options,
+                           std::shared_ptr<HttpTransport> transport, int64_t size,
                            std::string etag)
     : uri_(std::move(uri)),
       target_(std::move(target)),
       options_(options),
+      transport_(std::move(transport)),
       size_(size),
       etag_(std::move(etag)) {}
 
 absl::StatusOr<std::shared_ptr<RemoteObject>> RemoteObject::Open(
-    std::string uri, RemoteTarget target, const SourceOptions& options) {
+    std::string uri, RemoteTarget target, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
   HttpResponse response;
   const absl::Status status = RunWithRetries(RetryPolicyOf(options), [&] {
     HttpRequest request = BaseRequestOf(options, "HEAD", target.url);
-    request.follow_redirects = target.follow_redirects;
-    if (target.authorize) SL_RETURN_IF_ERROR(target.authorize(&request));
-    SL_RETURN_IF_ERROR(CurlTransport::Shared().Perform(request, &response));
+    SL_RETURN_IF_ERROR(SendTo(target, *transport, &request, &response));
     return HttpStatusToStatus(request, response);
   });
   if (!status.ok()) return WithContext(status, {.uri = uri});
@@ -75,13 +84,8 @@ absl::StatusOr<std::shared_ptr<RemoteObject>> RemoteObject::Open(
                        {.uri = uri});
   }
   return std::shared_ptr<RemoteObject>(new RemoteObject(
-      std::move(uri), std::move(target), options, size, HeaderOr(response, "etag")));
-}
-
-absl::Status RemoteObject::Send(HttpRequest* request, HttpResponse* response) const {
-  request->follow_redirects = target_.follow_redirects;
-  if (target_.authorize) SL_RETURN_IF_ERROR(target_.authorize(request));
-  return CurlTransport::Shared().Perform(*request, response);
+      std::move(uri), std::move(target), options, std::move(transport), size,
+      HeaderOr(response, "etag")));
 }
 
 absl::Status RemoteObject::CheckSameObject(const HttpResponse& response) const {
@@ -120,7 +124,7 @@ absl::Status RemoteObject::ReadRange(int64_t offset, size_t size, char* dst) con
     request.sink = dst + done;
     request.sink_capacity = size - done;
     HttpResponse response;
-    const absl::Status transfer = Send(&request, &response);
+    const absl::Status transfer = SendTo(target_, *transport_, &request, &response);
     if (response.status_code >= 200 && response.status_code < 300) {
       SL_RETURN_IF_ERROR(CheckSameObject(response));
       if (response.status_code != 206 && !(offset + static_cast<int64_t>(done) == 0 &&

@@ -4,7 +4,8 @@
 //
 // Streaming: a shard is cut into parts of `SourceOptions::part_size_bytes`;
 // up to `max_concurrency` parts are fetched at once, each by its own ranged
-// GET on a shared keep-alive connection pool (curl_transport.h), and handed
+// GET on a shared keep-alive connection pool (curl_transport.h, or the
+// HttpTransport a test passes), and handed
 // to the reader in order. With per-request latency L and per-connection rate
 // R, one request alone reaches part/(L + part/R); N in flight reach N times
 // that, up to the link's rate. Memory: at most max_concurrency parts per
@@ -24,6 +25,7 @@
 #include "shardloader/io/byte_source.h"
 #include "shardloader/io/open/open_source.h"
 #include "shardloader/io/random_access.h"
+#include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/remote/remote_object.h"
 
 namespace shardloader {
@@ -31,10 +33,11 @@ namespace shardloader {
 // Whether `uri` names a remote shard (http://, https://, s3://).
 bool IsRemoteUri(absl::string_view uri);
 
-// Opens (stats) the remote object `uri` names. Errors: as
-// RemoteObject::Open() and S3Client::Create().
+// Opens (stats) the remote object `uri` names; its requests go through
+// `transport`. Errors: as RemoteObject::Open() and S3Client::Create().
 absl::StatusOr<std::shared_ptr<RemoteObject>> OpenRemoteObject(
-    const std::string& uri, const SourceOptions& options);
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
 // The object's bytes in order, fetched as parallel ranged GETs; parts are
 // fetched only once reading starts. Read() errors: as ReadRange().
@@ -45,10 +48,12 @@ std::unique_ptr<ByteSource> ParallelStreamOf(std::shared_ptr<RemoteObject> objec
 std::shared_ptr<RandomAccessSource> RandomAccessOf(std::shared_ptr<RemoteObject> object);
 
 // The objects under an "s3://bucket/prefix" as "s3://bucket/key" URIs, in
-// key order. Errors: Unimplemented for http(s):// (HTTP has no listing),
-// InvalidArgument for local paths; otherwise as S3Client::ListKeys().
-absl::StatusOr<std::vector<std::string>> ListPrefix(const std::string& uri,
-                                                    const SourceOptions& options);
+// key order, listed through `transport`. Errors: Unimplemented for
+// http(s):// (HTTP has no listing), InvalidArgument for local paths;
+// otherwise as S3Client::ListKeys().
+absl::StatusOr<std::vector<std::string>> ListPrefix(
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
 }  // namespace shardloader
 

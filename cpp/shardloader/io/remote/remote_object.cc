@@ -103,14 +103,16 @@ absl::Status RemoteObject::CheckSameObject(const HttpResponse& response) const {
 }
 
 absl::Status RemoteObject::ReadRange(int64_t offset, size_t size, char* dst) const {
-  const int64_t end = offset + static_cast<int64_t>(size);
-  if (offset < 0 || end > size_) {
+  // Compared without forming offset + size, which overflows for a size near
+  // INT64_MAX (or above it, as a size_t).
+  if (offset < 0 || offset > size_ || size > static_cast<uint64_t>(size_ - offset)) {
     return WithContext(
         absl::DataLossError(absl::StrCat("unexpected end of data: wanted ", size,
                                          " bytes at offset ", offset,
                                          ", the object has ", size_)),
         {.uri = uri_, .offset = offset});
   }
+  const int64_t end = offset + static_cast<int64_t>(size);
   size_t done = 0;  // bytes in place; a retry resumes after them
   const absl::Status status = RunWithRetries(RetryPolicyOf(options_), [&] {
     if (done == size) return absl::OkStatus();

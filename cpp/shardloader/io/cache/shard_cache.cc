@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "shardloader/io/read_range.h"
 #include "shardloader/io/remote/remote_source.h"
 #include "shardloader/internal/sha256.h"
 #include "shardloader/status.h"
@@ -228,6 +229,8 @@ class CachedShard final : public RandomAccessSource {
   const std::string& uri() const override { return uri_; }
   int64_t size() const override { return file_->size(); }
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
+    // Checked here, so a read past the end names the remote URI.
+    SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
     return file_->ReadAt(offset, size, dst);
   }
   std::string_view mapped() const override { return file_->mapped(); }

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "shardloader/io/read_range.h"
 #include "shardloader/io/remote/http_errors.h"
 #include "shardloader/status.h"
 
@@ -103,15 +104,7 @@ absl::Status RemoteObject::CheckSameObject(const HttpResponse& response) const {
 }
 
 absl::Status RemoteObject::ReadRange(int64_t offset, size_t size, char* dst) const {
-  // Compared without forming offset + size, which overflows for a size near
-  // INT64_MAX (or above it, as a size_t).
-  if (offset < 0 || offset > size_ || size > static_cast<uint64_t>(size_ - offset)) {
-    return WithContext(
-        absl::DataLossError(absl::StrCat("unexpected end of data: wanted ", size,
-                                         " bytes at offset ", offset,
-                                         ", the object has ", size_)),
-        {.uri = uri_, .offset = offset});
-  }
+  SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, size_));
   const int64_t end = offset + static_cast<int64_t>(size);
   size_t done = 0;  // bytes in place; a retry resumes after them
   const absl::Status status = RunWithRetries(RetryPolicyOf(options_), [&] {

@@ -69,6 +69,15 @@ class RemoteObjectTest : public ::testing::Test {
     return object.ReadRange(offset, size, out->data());
   }
 
+  // Opens the object and reads its bytes 0-499, while the object's ETag
+  // becomes `new_etag` once the first 50 bytes arrived.
+  absl::Status ReadAcrossAnEtagChange(const std::string& new_etag) {
+    std::shared_ptr<RemoteObject> object = OpenOrDie();
+    transport_->Script(kUrl, {.cut_after = 50, .then_etag = new_etag});
+    std::string got;
+    return Read(*object, 0, 500, &got);
+  }
+
   const std::string bytes_ = Pattern(1000);
   const std::shared_ptr<MockHttpTransport> transport_ = std::make_shared<MockHttpTransport>();
 };
@@ -159,10 +168,7 @@ TEST_F(RemoteObjectTest, ShortBodiesCountAsAttempts) {
 }
 
 TEST_F(RemoteObjectTest, EtagChangeMidReadIsDataLossThroughIfMatch) {
-  std::shared_ptr<RemoteObject> object = OpenOrDie();
-  transport_->Script(kUrl, {.cut_after = 50, .then_etag = "\"etag-2\""});
-  std::string got;
-  const absl::Status status = Read(*object, 0, 500, &got);
+  const absl::Status status = ReadAcrossAnEtagChange("\"etag-2\"");
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_THAT(status.message(), HasSubstr("412"));
   EXPECT_EQ(GetContext(status).uri, kUrl);
@@ -175,10 +181,7 @@ TEST_F(RemoteObjectTest, EtagChangeMidReadIsDataLossThroughIfMatch) {
 
 TEST_F(RemoteObjectTest, WeakEtagIsComparedNotSentAndAChangeIsDataLoss) {
   transport_->PutObject(kUrl, bytes_, "W/\"weak-1\"");
-  std::shared_ptr<RemoteObject> object = OpenOrDie();
-  transport_->Script(kUrl, {.cut_after = 50, .then_etag = "W/\"weak-2\""});
-  std::string got;
-  const absl::Status status = Read(*object, 0, 500, &got);
+  const absl::Status status = ReadAcrossAnEtagChange("W/\"weak-2\"");
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_THAT(status.message(), HasSubstr("ETag was W/\"weak-1\", now W/\"weak-2\""));
   for (const HttpRequest& get : transport_->RequestsWith("GET")) {

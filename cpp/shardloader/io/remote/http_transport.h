@@ -13,7 +13,8 @@
 // mapping http_errors.h's.
 //
 // Ownership: transports are shared (std::shared_ptr); whoever sends requests
-// through one holds it. Thread-safety: Perform() must be thread-safe.
+// through one holds it (functions taking one require it non-null).
+// Thread-safety: Perform() must be thread-safe.
 #ifndef SHARDLOADER_IO_REMOTE_HTTP_TRANSPORT_H_
 #define SHARDLOADER_IO_REMOTE_HTTP_TRANSPORT_H_
 

@@ -8,6 +8,9 @@
 #include <sstream>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "shardloader/io/byte_source.h"
+
 namespace shardloader::testing {
 
 // A fresh directory under the system's temporary directory, removed with
@@ -43,6 +46,21 @@ inline void WriteFile(const std::string& path, const std::string& data) {
 }
 
 // Root of the shared real data (../shared/data beside the repository).
+// Reads `size` bytes from `source`; fewer if the stream ends first.
+// Errors: the source's.
+inline absl::StatusOr<std::string> ReadBytes(ByteSource& source, size_t size) {
+  std::string bytes(size, '\0');
+  size_t done = 0;
+  while (done < size) {
+    absl::StatusOr<size_t> n = source.Read(bytes.data() + done, size - done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    done += *n;
+  }
+  bytes.resize(done);
+  return bytes;
+}
+
 inline std::string SharedDataDir() { return SHARDLOADER_SHARED_DATA_DIR; }
 
 }  // namespace shardloader::testing

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
+#include "shardloader/io/read_range.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -42,21 +42,8 @@ class RandomAccessStream final : public ByteSource {
 
 }  // namespace
 
-absl::Status CheckRange(const std::string& uri, int64_t offset, size_t size,
-                        int64_t source_size) {
-  if (offset >= 0 && offset <= source_size &&
-      size <= static_cast<uint64_t>(source_size - offset)) {
-    return absl::OkStatus();
-  }
-  return WithContext(
-      absl::DataLossError(absl::StrCat("unexpected end of data: wanted ", size,
-                                       " bytes at offset ", offset,
-                                       ", the shard has ", source_size)),
-      {.uri = uri, .offset = offset});
-}
-
 absl::Status MemoryRandomAccess::ReadAt(int64_t offset, size_t size, char* dst) const {
-  SL_RETURN_IF_ERROR(CheckRange(uri_, offset, size, this->size()));
+  SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
   std::memcpy(dst, bytes_.data() + offset, size);
   return absl::OkStatus();
 }
@@ -65,7 +52,7 @@ absl::StatusOr<std::string_view> RandomAccessSource::ViewAt(int64_t offset,
                                                              size_t size) const {
   const std::string_view bytes = mapped();
   SL_RETURN_IF_ERROR(
-      CheckRange(uri(), offset, size, static_cast<int64_t>(bytes.size())));
+      CheckReadRange(uri(), offset, size, static_cast<int64_t>(bytes.size())));
   const std::string_view view = bytes.substr(static_cast<size_t>(offset), size);
   // One read per 64 KiB (Linux's fault-around window: a fault maps the
   // resident pages around it) and of the last byte. A page that is not

@@ -54,13 +54,6 @@ class RandomAccessSource {
   absl::StatusOr<std::string_view> ViewAt(int64_t offset, size_t size) const;
 };
 
-// OK if [offset, offset + size) lies within a source of `source_size`
-// bytes; computed without overflow, so any int64 offset and size_t size are
-// safe. Errors: DataLoss ("unexpected end of data") naming `uri` and
-// `offset`.
-absl::Status CheckRange(const std::string& uri, int64_t offset, size_t size,
-                        int64_t source_size);
-
 // A source over bytes held in memory (a pipe read whole, tests).
 // Ownership: owns the bytes.
 class MemoryRandomAccess final : public RandomAccessSource {

@@ -21,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "shardloader/internal/sha256.h"
 #include "shardloader/io/local/local_random_access.h"
+#include "shardloader/io/read_range.h"
 #include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
 
@@ -229,6 +230,8 @@ class CachedShard final : public RandomAccessSource {
   const std::string& uri() const override { return uri_; }
   int64_t size() const override { return file_->size(); }
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
+    // Checked here, so a read past the end names the remote URI.
+    SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
     return file_->ReadAt(offset, size, dst);
   }
   std::string_view mapped() const override { return file_->mapped(); }
@@ -248,8 +251,10 @@ absl::flat_hash_set<std::string>& Prefetching() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pr
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
-    const std::string& uri, const SourceOptions& options) {
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object, OpenRemoteObject(uri, options));
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                      OpenRemoteObject(uri, options, std::move(transport)));
   const int64_t limit = options.cache_limit_bytes;
   if (limit > 0 && object->size() > limit) return RandomAccessOf(std::move(object));
   std::error_code error;

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardloader/io/random_access.h"
+#include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/source_options.h"
 
 namespace shardloader {
@@ -38,10 +39,12 @@ namespace shardloader {
 // Opens remote `uri` through the cache in `options.cache_dir`, fetching it
 // first if needed (blocking; a fetch already running for it, in this or
 // another process, is waited for, not repeated). The source's uri() is
-// `uri`. Errors: as OpenRemoteObject() and ReadRange(); the cache
+// `uri`. The object is opened and fetched through `transport` (tests pass a
+// scripted one). Errors: as OpenRemoteObject() and ReadRange(); the cache
 // directory's I/O errors (errno-mapped), naming the path.
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
-    const std::string& uri, const SourceOptions& options);
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
 // Starts fetching remote `uri` into the cache in `options.cache_dir` (not
 // empty) in the background and returns at once: a hint for the shards a

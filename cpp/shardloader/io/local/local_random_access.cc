@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "shardloader/io/local/local_file.h"
+#include "shardloader/io/read_range.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -36,7 +37,7 @@ class LocalRandomAccess final : public RandomAccessSource {
   std::string_view mapped() const override { return mapped_; }
 
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
-    SL_RETURN_IF_ERROR(CheckRange(path_, offset, size, size_));
+    SL_RETURN_IF_ERROR(CheckReadRange(path_, offset, size, size_));
     size_t done = 0;
     while (done < size) {
       const ssize_t n = ::pread(fd_, dst + done, size - done,
@@ -44,7 +45,7 @@ class LocalRandomAccess final : public RandomAccessSource {
       if (n > 0) {
         done += static_cast<size_t>(n);
       } else if (n == 0) {  // truncated since it was opened
-        return CheckRange(path_, offset, size, offset + static_cast<int64_t>(done));
+        return CheckReadRange(path_, offset, size, offset + static_cast<int64_t>(done));
       } else if (errno != EINTR) {
         return WithContext(ErrnoToStatus(errno, "read failed"),
                            {.uri = path_, .offset = offset});

@@ -217,6 +217,11 @@ CurlTransport& CurlTransport::Shared() {
   return *transport;
 }
 
+std::shared_ptr<HttpTransport> DefaultHttpTransport() {
+  // Aliases the never-destroyed shared transport; owns nothing.
+  return std::shared_ptr<HttpTransport>(std::shared_ptr<void>(), &CurlTransport::Shared());
+}
+
 CurlTransport::CurlTransport() : impl_(new Impl) {
   impl_->multi = curl_multi_init();
   curl_multi_setopt(impl_->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);

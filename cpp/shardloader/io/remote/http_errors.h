@@ -12,7 +12,7 @@
 #define SHARDLOADER_IO_REMOTE_HTTP_ERRORS_H_
 
 #include "absl/status/status.h"
-#include "shardloader/io/remote/curl_transport.h"
+#include "shardloader/io/remote/http_transport.h"
 
 namespace shardloader {
 

@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "shardloader/io/read_range.h"
 #include "shardloader/io/remote/http_errors.h"
 #include "shardloader/status.h"
 
@@ -20,6 +21,14 @@ int64_t ContentRangeTotal(const HttpResponse& response) {
     return -1;
   }
   return total;
+}
+
+// Authorizes `request` for `target` and sends one attempt of it.
+absl::Status SendTo(const RemoteTarget& target, HttpTransport& transport,
+                    HttpRequest* request, HttpResponse* response) {
+  request->follow_redirects = target.follow_redirects;
+  if (target.authorize) SL_RETURN_IF_ERROR(target.authorize(request));
+  return transport.Perform(*request, response);
 }
 
 std::string HeaderOr(const HttpResponse& response, const std::string& name) {
@@ -48,22 +57,23 @@ HttpRequest BaseRequestOf(const SourceOptions& options, std::string method,
 }
 
 RemoteObject::RemoteObject(std::string uri, RemoteTarget target,
-                           const SourceOptions& options, int64_t size,
+                           const SourceOptions& options,
+                           std::shared_ptr<HttpTransport> transport, int64_t size,
                            std::string etag)
     : uri_(std::move(uri)),
       target_(std::move(target)),
       options_(options),
+      transport_(std::move(transport)),
       size_(size),
       etag_(std::move(etag)) {}
 
 absl::StatusOr<std::shared_ptr<RemoteObject>> RemoteObject::Open(
-    std::string uri, RemoteTarget target, const SourceOptions& options) {
+    std::string uri, RemoteTarget target, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
   HttpResponse response;
   const absl::Status status = RunWithRetries(RetryPolicyOf(options), [&] {
     HttpRequest request = BaseRequestOf(options, "HEAD", target.url);
-    request.follow_redirects = target.follow_redirects;
-    if (target.authorize) SL_RETURN_IF_ERROR(target.authorize(&request));
-    SL_RETURN_IF_ERROR(CurlTransport::Shared().Perform(request, &response));
+    SL_RETURN_IF_ERROR(SendTo(target, *transport, &request, &response));
     return HttpStatusToStatus(request, response);
   });
   if (!status.ok()) return WithContext(status, {.uri = uri});
@@ -75,13 +85,8 @@ absl::StatusOr<std::shared_ptr<RemoteObject>> RemoteObject::Open(
                        {.uri = uri});
   }
   return std::shared_ptr<RemoteObject>(new RemoteObject(
-      std::move(uri), std::move(target), options, size, HeaderOr(response, "etag")));
-}
-
-absl::Status RemoteObject::Send(HttpRequest* request, HttpResponse* response) const {
-  request->follow_redirects = target_.follow_redirects;
-  if (target_.authorize) SL_RETURN_IF_ERROR(target_.authorize(request));
-  return CurlTransport::Shared().Perform(*request, response);
+      std::move(uri), std::move(target), options, std::move(transport), size,
+      HeaderOr(response, "etag")));
 }
 
 absl::Status RemoteObject::CheckSameObject(const HttpResponse& response) const {
@@ -99,14 +104,8 @@ absl::Status RemoteObject::CheckSameObject(const HttpResponse& response) const {
 }
 
 absl::Status RemoteObject::ReadRange(int64_t offset, size_t size, char* dst) const {
+  SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, size_));
   const int64_t end = offset + static_cast<int64_t>(size);
-  if (offset < 0 || end > size_) {
-    return WithContext(
-        absl::DataLossError(absl::StrCat("unexpected end of data: wanted ", size,
-                                         " bytes at offset ", offset,
-                                         ", the object has ", size_)),
-        {.uri = uri_, .offset = offset});
-  }
   size_t done = 0;  // bytes in place; a retry resumes after them
   const absl::Status status = RunWithRetries(RetryPolicyOf(options_), [&] {
     if (done == size) return absl::OkStatus();
@@ -120,7 +119,7 @@ absl::Status RemoteObject::ReadRange(int64_t offset, size_t size, char* dst) con
     request.sink = dst + done;
     request.sink_capacity = size - done;
     HttpResponse response;
-    const absl::Status transfer = Send(&request, &response);
+    const absl::Status transfer = SendTo(target_, *transport_, &request, &response);
     if (response.status_code >= 200 && response.status_code < 300) {
       SL_RETURN_IF_ERROR(CheckSameObject(response));
       if (response.status_code != 206 && !(offset + static_cast<int64_t>(done) == 0 &&

@@ -8,7 +8,9 @@
 // byte where it stopped; transient failures are retried (retry.h).
 //
 // The backend-specific part is a RemoteTarget: the object's URL and how to
-// authorize a request to it (nothing for plain HTTP, SigV4 for S3).
+// authorize a request to it (nothing for plain HTTP, SigV4 for S3). Requests
+// go through the HttpTransport given to Open() (http_transport.h): the shared
+// curl transport unless a test passes another.
 //
 // Ownership: shared. Thread-safety: ReadRange() may be called from many
 // threads at once.
@@ -23,7 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "shardloader/io/remote/curl_transport.h"
+#include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/source_options.h"
 #include "shardloader/io/remote/retry.h"
 
@@ -44,11 +46,13 @@ HttpRequest BaseRequestOf(const SourceOptions& options, std::string method,
 
 class RemoteObject {
  public:
-  // Stats `target` (HEAD, retried). `uri` is the name errors carry. Errors:
-  // NotFound (404), PermissionDenied (401/403), Unavailable (retries
-  // exhausted), InvalidArgument (no Content-Length), each naming `uri`.
+  // Stats `target` (HEAD, retried) through `transport`, which the object
+  // keeps for its reads. `uri` is the name errors carry. Errors: NotFound
+  // (404), PermissionDenied (401/403), Unavailable (retries exhausted),
+  // InvalidArgument (no Content-Length), each naming `uri`.
   static absl::StatusOr<std::shared_ptr<RemoteObject>> Open(
-      std::string uri, RemoteTarget target, const SourceOptions& options);
+      std::string uri, RemoteTarget target, const SourceOptions& options,
+      std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
   const std::string& uri() const { return uri_; }
   int64_t size() const { return size_; }
@@ -62,15 +66,14 @@ class RemoteObject {
 
  private:
   RemoteObject(std::string uri, RemoteTarget target, const SourceOptions& options,
-               int64_t size, std::string etag);
-  // Sends one attempt of `request` after authorizing it.
-  absl::Status Send(HttpRequest* request, HttpResponse* response) const;
+               std::shared_ptr<HttpTransport> transport, int64_t size, std::string etag);
   // DataLoss if a 2xx response names another version of the object.
   absl::Status CheckSameObject(const HttpResponse& response) const;
 
   std::string uri_;
   RemoteTarget target_;
   SourceOptions options_;
+  std::shared_ptr<HttpTransport> transport_;
   int64_t size_;
   std::string etag_;
 };

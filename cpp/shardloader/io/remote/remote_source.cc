@@ -132,18 +132,30 @@ class RemoteRandomAccess final : public RandomAccessSource {
   const std::shared_ptr<RemoteObject> object_;
 };
 
+// S3Client::Create(), its errors naming `uri`.
+absl::StatusOr<std::shared_ptr<const S3Client>> CreateS3Client(
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
+  absl::StatusOr<std::shared_ptr<const S3Client>> client =
+      S3Client::Create(options, std::move(transport));
+  if (!client.ok()) return WithContext(client.status(), {.uri = uri});
+  return client;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<RemoteObject>> OpenRemoteObject(
-    const std::string& uri, const SourceOptions& options) {
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
   if (absl::StartsWith(uri, "s3://")) {
     SL_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
-    absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
-    if (!client.ok()) return WithContext(client.status(), {.uri = uri});
-    return RemoteObject::Open(uri, (*client)->ObjectTarget(location), options);
+    SL_ASSIGN_OR_RETURN(std::shared_ptr<const S3Client> client,
+                        CreateS3Client(uri, options, std::move(transport)));
+    return RemoteObject::Open(uri, client->ObjectTarget(location), options,
+                              client->transport());
   }
   return RemoteObject::Open(uri, RemoteTarget{.url = uri, .follow_redirects = true},
-                            options);
+                            options, std::move(transport));
 }
 
 std::unique_ptr<ByteSource> ParallelStreamOf(std::shared_ptr<RemoteObject> object,
@@ -155,13 +167,14 @@ std::shared_ptr<RandomAccessSource> RandomAccessOf(std::shared_ptr<RemoteObject>
   return std::make_shared<RemoteRandomAccess>(std::move(object));
 }
 
-absl::StatusOr<std::vector<std::string>> ListS3Prefix(const std::string& uri,
-                                                      const SourceOptions& options) {
+absl::StatusOr<std::vector<std::string>> ListS3Prefix(
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
   SL_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
-  absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
-  if (!client.ok()) return WithContext(client.status(), {.uri = uri});
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<const S3Client> client,
+                      CreateS3Client(uri, options, std::move(transport)));
   SL_ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                      (*client)->ListKeys(location.bucket, location.key));
+                      client->ListKeys(location.bucket, location.key));
   for (std::string& key : keys) key = absl::StrCat("s3://", location.bucket, "/", key);
   return keys;
 }

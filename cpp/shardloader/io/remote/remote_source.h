@@ -4,7 +4,8 @@
 //
 // Streaming: a shard is cut into parts of `SourceOptions::part_size_bytes`;
 // up to `max_concurrency` parts are fetched at once, each by its own ranged
-// GET on a shared keep-alive connection pool (curl_transport.h), and handed
+// GET on a shared keep-alive connection pool (curl_transport.h, or the
+// HttpTransport a test passes), and handed
 // to the reader in order. With per-request latency L and per-connection rate
 // R, one request alone reaches part/(L + part/R); N in flight reach N times
 // that, up to the link's rate. Memory: at most max_concurrency parts per
@@ -24,14 +25,16 @@
 #include "shardloader/io/byte_source.h"
 #include "shardloader/io/source_options.h"
 #include "shardloader/io/random_access.h"
+#include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/remote/remote_object.h"
 
 namespace shardloader {
 
-// Opens (stats) the remote object `uri` names. Errors: as
-// RemoteObject::Open() and S3Client::Create().
+// Opens (stats) the remote object `uri` names; its requests go through
+// `transport`. Errors: as RemoteObject::Open() and S3Client::Create().
 absl::StatusOr<std::shared_ptr<RemoteObject>> OpenRemoteObject(
-    const std::string& uri, const SourceOptions& options);
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
 // The object's bytes in order, fetched as parallel ranged GETs; parts are
 // fetched only once reading starts. Read() errors: as ReadRange().
@@ -42,10 +45,11 @@ std::unique_ptr<ByteSource> ParallelStreamOf(std::shared_ptr<RemoteObject> objec
 std::shared_ptr<RandomAccessSource> RandomAccessOf(std::shared_ptr<RemoteObject> object);
 
 // The objects under "s3://bucket/prefix" as "s3://bucket/key" URIs, in key
-// order. Errors: InvalidArgument for a malformed URI; otherwise as
-// S3Client::Create() and S3Client::ListKeys().
-absl::StatusOr<std::vector<std::string>> ListS3Prefix(const std::string& uri,
-                                                      const SourceOptions& options);
+// order, listed through `transport`. Errors: InvalidArgument for a malformed
+// URI; otherwise as S3Client::Create() and S3Client::ListKeys().
+absl::StatusOr<std::vector<std::string>> ListS3Prefix(
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
 }  // namespace shardloader
 

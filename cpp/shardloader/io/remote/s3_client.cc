@@ -63,9 +63,11 @@ absl::StatusOr<S3Location> ParseS3Uri(const std::string& uri) {
   return location;
 }
 
-S3Client::S3Client(SourceOptions options, std::string endpoint, bool path_style,
-                   std::string region, AwsCredentials credentials, bool anonymous)
+S3Client::S3Client(SourceOptions options, std::shared_ptr<HttpTransport> transport,
+                   std::string endpoint, bool path_style, std::string region,
+                   AwsCredentials credentials, bool anonymous)
     : options_(std::move(options)),
+      transport_(std::move(transport)),
       endpoint_(std::move(endpoint)),
       path_style_(path_style),
       region_(std::move(region)),
@@ -73,7 +75,7 @@ S3Client::S3Client(SourceOptions options, std::string endpoint, bool path_style,
       anonymous_(anonymous) {}
 
 absl::StatusOr<std::shared_ptr<const S3Client>> S3Client::Create(
-    const SourceOptions& options) {
+    const SourceOptions& options, std::shared_ptr<HttpTransport> transport) {
   std::string endpoint =
       options.endpoint_url.empty() ? EndpointFromEnvironment() : options.endpoint_url;
   const bool custom = !endpoint.empty();
@@ -92,8 +94,8 @@ absl::StatusOr<std::shared_ptr<const S3Client>> S3Client::Create(
     SL_ASSIGN_OR_RETURN(credentials, ResolveAwsCredentials(options.profile));
   }
   return std::shared_ptr<const S3Client>(new S3Client(
-      options, std::move(endpoint), custom, region, std::move(credentials),
-      options.anonymous));
+      options, std::move(transport), std::move(endpoint), custom, region,
+      std::move(credentials), options.anonymous));
 }
 
 std::string S3Client::CanonicalUri(const S3Location& location) const {
@@ -161,7 +163,7 @@ absl::StatusOr<HttpResponse> S3Client::Call(const std::string& method,
         BaseRequestOf(options_, method, Url(location, canonical_query));
     request.body = body;
     SL_RETURN_IF_ERROR(Sign(&request, canonical_uri, canonical_query));
-    SL_RETURN_IF_ERROR(CurlTransport::Shared().Perform(request, &response));
+    SL_RETURN_IF_ERROR(transport_->Perform(request, &response));
     return HttpStatusToStatus(request, response);
   });
   if (!status.ok()) {

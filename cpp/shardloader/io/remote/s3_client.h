@@ -8,6 +8,9 @@
 // AWS they are virtual-hosted, "https://<bucket>.s3.<region>.amazonaws.com/
 // <key>" (path-style for bucket names with dots, which TLS cannot cover).
 // Credentials and region: aws_credentials.h, resolved once in Create().
+// Requests go through the HttpTransport given to Create() (the shared curl
+// transport unless a test passes another); objects opened from
+// ObjectTarget() should be opened with transport() too.
 //
 // Secrets: the credentials stay inside the client; messages name the
 // bucket and key only. Ownership: shared. Thread-safety: all methods are
@@ -21,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "shardloader/io/remote/aws_credentials.h"
-#include "shardloader/io/remote/curl_transport.h"
+#include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/source_options.h"
 #include "shardloader/io/remote/remote_object.h"
 #include "shardloader/io/remote/sigv4.h"
@@ -39,11 +42,13 @@ absl::StatusOr<S3Location> ParseS3Uri(const std::string& uri);
 
 class S3Client : public std::enable_shared_from_this<S3Client> {
  public:
-  // Resolves endpoint, region and (unless `options.anonymous`) credentials.
+  // Resolves endpoint, region and (unless `options.anonymous`) credentials;
+  // the client sends its requests through `transport`.
   // Errors: PermissionDenied (no credentials), NotFound (a named profile
   // that does not exist), InvalidArgument (a malformed endpoint).
   static absl::StatusOr<std::shared_ptr<const S3Client>> Create(
-      const SourceOptions& options);
+      const SourceOptions& options,
+      std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
   // The object as a RemoteTarget whose requests this client signs.
   RemoteTarget ObjectTarget(const S3Location& location) const;
@@ -62,10 +67,12 @@ class S3Client : public std::enable_shared_from_this<S3Client> {
                                                     const std::string& prefix) const;
 
   const SourceOptions& options() const { return options_; }
+  const std::shared_ptr<HttpTransport>& transport() const { return transport_; }
 
  private:
-  S3Client(SourceOptions options, std::string endpoint, bool path_style,
-           std::string region, AwsCredentials credentials, bool anonymous);
+  S3Client(SourceOptions options, std::shared_ptr<HttpTransport> transport,
+           std::string endpoint, bool path_style, std::string region,
+           AwsCredentials credentials, bool anonymous);
 
   // URL path (encoded) and full URL of `location` with `query`.
   std::string CanonicalUri(const S3Location& location) const;
@@ -75,6 +82,7 @@ class S3Client : public std::enable_shared_from_this<S3Client> {
                     const std::string& canonical_query) const;
 
   SourceOptions options_;
+  std::shared_ptr<HttpTransport> transport_;
   std::string endpoint_;  // "scheme://host[:port]", no trailing slash
   bool path_style_;
   std::string region_;

@@ -243,6 +243,36 @@ TEST(LoaderTest, BadLabelIsDataLossNamingShardOffsetAndKey) {
   EXPECT_THAT(message, HasSubstr("field 'label'"));
 }
 
+// A sample index from outside whose member claims a size near INT64_MAX: the
+// Loader rejects the index before reading, allocating or mapping by it.
+TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
+  testing::TempDir dir;
+  auto writer = *ShardWriter::Create({.pattern = dir.Join("huge-%d.tar")});
+  ASSERT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
+  ASSERT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string index = dir.Join("huge-0.idx");
+  testing::WriteFile(index,
+                     "v1.2 2\ncls 512 1 first.cls txt 1536 1 first.txt\n"
+                     "cls 2560 9223372036854775000 second.cls "
+                     "txt 3584 1 second.txt\n");
+  for (const bool memory_map : {true, false}) {
+    SCOPED_TRACE(memory_map ? "memory-mapped" : "pread");
+    auto loader = *Loader::Create({.shards = {dir.Join("huge-0.tar")},
+                                   .fields = LabelAndText(), .batch_size = 2,
+                                   .shuffle = false,
+                                   .source = {.memory_map = memory_map}});
+    absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+    ASSERT_FALSE(batch.ok());
+    EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss);
+    const std::string message(batch.status().message());
+    EXPECT_THAT(message, HasSubstr("huge-0.tar"));
+    EXPECT_THAT(message, HasSubstr("huge-0.idx, line 3"));
+    EXPECT_THAT(message, HasSubstr("offset 2560"));
+    EXPECT_THAT(message, HasSubstr("sample second"));
+  }
+}
+
 TEST(LoaderTest, RejectsBadOptions) {
   EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = {}}).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -130,6 +130,9 @@ absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Index(int64_t shard) 
   if (absl::IsNotFound(text.status())) return Scan(shard);
   SL_RETURN_IF_ERROR(text.status());
   SL_ASSIGN_OR_RETURN(ShardIndex parsed, ParseShardIndex(*text, index_uri));
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(shard));
+  SL_RETURN_IF_ERROR(CheckShardIndexBounds(parsed, source->size(),
+                                           shards_[shard], index_uri));
   if (count >= 0 && parsed.num_samples() != count) {
     return WithContext(
         absl::DataLossError(absl::StrCat("the shard index changed while in use: ",

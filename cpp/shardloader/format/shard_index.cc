@@ -125,6 +125,41 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
   return index;
 }
 
+namespace {
+
+// Whether `member` lies inside a shard of `shard_size` bytes, after the
+// header block in front of its data. No sum can overflow.
+bool MemberInside(const IndexedMember& member, int64_t shard_size) {
+  return member.offset >= kBlockSize && member.size >= 0 &&
+         member.offset <= shard_size && member.size <= shard_size - member.offset;
+}
+
+std::string MemberOutside(const IndexedMember& member, int64_t shard_size) {
+  return absl::StrCat("a member of ", member.size, " bytes at offset ",
+                      member.offset, " does not fit in the shard (",
+                      shard_size, " bytes)");
+}
+
+}  // namespace
+
+absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
+                                   const std::string& shard_uri,
+                                   const std::string& index_uri) {
+  for (int64_t i = 0; i < index.num_samples(); ++i) {
+    for (const IndexedMember& member : index.members(i)) {
+      if (MemberInside(member, shard_size)) continue;
+      // Line 1 is the header; sample i is described on line i + 2.
+      return WithContext(
+          absl::DataLossError(absl::StrCat(
+              "bad shard index ", index_uri, ", line ", i + 2, ": ",
+              MemberOutside(member, shard_size), " (the index is damaged or "
+              "belongs to another shard)")),
+          {.uri = shard_uri, .offset = member.offset, .key = std::string(index.key(i))});
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string FormatShardIndex(const ShardIndex& index) {
   std::string out = absl::StrCat("v1.2 ", index.num_samples(), "\n");
   for (int64_t i = 0; i < index.num_samples(); ++i) {
@@ -181,6 +216,12 @@ absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
     if (!wanted.empty() &&
         std::find(wanted.begin(), wanted.end(), field.extension) == wanted.end()) {
       continue;
+    }
+    if (!MemberInside(member, shard->size())) {
+      return WithContext(
+          absl::DataLossError(absl::StrCat(
+              "the index says ", MemberOutside(member, shard->size()))),
+          {.uri = shard->uri(), .offset = member.offset, .key = out->key});
     }
     // The header in front of the data is read with it and checked.
     const int64_t header = member.offset - kBlockSize;

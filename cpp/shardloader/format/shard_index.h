@@ -76,6 +76,16 @@ absl::Status ScanShardIndex(std::unique_ptr<ByteSource> shard, ShardIndex* index
 absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
                                            const std::string& uri);
 
+// Checks every member of `index`, read from the index file `index_uri`,
+// against the real size of its shard: its data starts after a header block
+// and ends inside the shard (offset + size <= shard_size, computed without
+// overflow). An index comes from outside, so this is done before any read,
+// allocation or mapping is sized by it. Errors: DataLoss naming the shard,
+// the index file and its line, and the member's offset and sample key.
+absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
+                                   const std::string& shard_uri,
+                                   const std::string& index_uri);
+
 // Formats `index` as a v1.2 DALI WebDataset index.
 std::string FormatShardIndex(const ShardIndex& index);
 
@@ -97,7 +107,9 @@ std::string IndexUriFor(const std::string& shard_uri);
 // them and `out->backing` holds the shard; otherwise they are copied. Each
 // read member is checked against the tar header in front of its data (a
 // valid header checksum and the same size), so a stale index or a damaged
-// member is DataLoss naming the shard, the offset and the key.
+// member is DataLoss naming the shard, the offset and the key; so is a
+// member that does not lie inside the shard, found before anything is read
+// or allocated for it.
 absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
                                const ShardIndex& index, int64_t sample,
                                absl::Span<const std::string> wanted,

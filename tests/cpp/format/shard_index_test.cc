@@ -95,6 +95,41 @@ TEST_F(ShardIndexTest, ADamagedHeaderIsDataLossNamingShardOffsetAndKey) {
   }
 }
 
+// An index whose member claims a size near INT64_MAX, or a range past the
+// shard's end, is rejected before anything is read, allocated or mapped.
+TEST_F(ShardIndexTest, AnIndexReachingPastTheShardIsDataLossBeforeAnyRead) {
+  const int64_t shard_size = static_cast<int64_t>(testing::ReadFile(shard_).size());
+  const std::string near_max = "9223372036854775000";
+  for (const std::string& bad_group :
+       {"jpg 1024 " + near_max + " b.jpg", "jpg " + near_max + " 10 b.jpg",
+        "jpg 1024 " + std::to_string(shard_size) + " b.jpg",
+        "jpg " + std::to_string(shard_size + 512) + " 0 b.jpg"}) {
+    SCOPED_TRACE(bad_group);
+    const std::string text = "v1.2 2\njpg 1024 8 a.jpg\n" + bad_group + "\n";
+    absl::StatusOr<ShardIndex> parsed = ParseShardIndex(text, "s-000.idx");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    const absl::Status bounds =
+        CheckShardIndexBounds(*parsed, shard_size, shard_, "s-000.idx");
+    EXPECT_EQ(bounds.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(bounds.message(), HasSubstr("s-000.idx, line 3"));
+    EXPECT_EQ(GetContext(bounds).uri, shard_);
+    EXPECT_EQ(GetContext(bounds).offset, parsed->members(1)[0].offset);
+    EXPECT_EQ(GetContext(bounds).key, "b");
+    // Reading with it, unchecked, is DataLoss too: no huge allocation (pread)
+    // and no read past the mapping.
+    for (const bool memory_map : {true, false}) {
+      SCOPED_TRACE(memory_map ? "memory-mapped" : "pread");
+      auto shard = *OpenRandomAccess(shard_, {.memory_map = memory_map});
+      Sample sample;
+      const absl::Status status = ReadIndexedSample(shard, *parsed, 1, {}, &sample);
+      EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+      EXPECT_EQ(GetContext(status).uri, shard_);
+      EXPECT_EQ(GetContext(status).offset, parsed->members(1)[0].offset);
+      EXPECT_EQ(GetContext(status).key, "b");
+    }
+  }
+}
+
 TEST(ParseShardIndexTest, ReadsDaliV11AndRejectsMalformedIndexes) {
   absl::StatusOr<ShardIndex> v11 =
       ParseShardIndex("v1.1 2\njpg 512 10 cls 1536 1\njpg 2048 5\n", "x.idx");

@@ -239,3 +239,29 @@ def test_bad_options_are_invalid_argument(keyed_shards, kwargs):
 def test_bad_fields_are_invalid_argument(keyed_shards, field):
     with pytest.raises(sl.InvalidArgumentError):
         sl.Loader(keyed_shards, fields={"x": field})
+
+
+@pytest.mark.parametrize("memory_map", [True, False])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_index_past_the_shard_is_data_loss_not_a_crash(small_shard, memory_map,
+                                                       on_error):
+    """A sample index whose member claims a size near INT64_MAX is rejected
+    when loaded, before anything is read, mapped or allocated by it (it
+    used to read past the mapping, or allocate and abort with pread)."""
+    path, members = small_shard
+    index = path.with_suffix(".idx")
+    lines = index.read_text().split("\n")
+    group = lines[3].split(" ")  # sample s002: cls then bin
+    _, header, data_offset, _ = members[4]
+    assert (group[0], int(group[1])) == ("cls", data_offset)
+    group[2] = "9223372036854775000"
+    lines[3] = " ".join(group)
+    index.write_text("\n".join(lines))
+    source = sl.SourceOptions()
+    source.memory_map = memory_map
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(path), fields=FIELDS, batch_size=2, shuffle=False,
+                          on_error=on_error, source=source))
+    error = info.value
+    assert (error.uri, error.offset, error.key) == (str(path), data_offset, "s002")
+    assert f"{index}, line 4" in str(error)

@@ -22,6 +22,55 @@ absl::Status IndexError(const std::string& uri, int64_t line,
                      {.uri = uri});
 }
 
+// Whether `c` is written escaped in an index file: bytes that would split or
+// end the space-separated line (whitespace and control bytes) and the escape
+// character itself.
+bool NeedsEscape(unsigned char c) { return c <= 0x20 || c == 0x7f || c == '\\'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A member name or extension as written in an index file: each byte for
+// which NeedsEscape() holds becomes "\xHH" (two lowercase hex digits).
+std::string EscapeField(absl::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (NeedsEscape(byte)) {
+      out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xf]};
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The inverse of EscapeField(). A backslash not followed by "x" and two hex
+// digits is kept as it is: indexes written by other tools (DALI's wds2idx)
+// do not escape.
+std::string UnescapeField(absl::string_view text) {
+  if (text.find('\\') == absl::string_view::npos) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 3 < text.size() &&
+        text[i + 1] == 'x' && HexValue(text[i + 2]) >= 0 &&
+        HexValue(text[i + 3]) >= 0) {
+      out += static_cast<char>(HexValue(text[i + 2]) << 4 | HexValue(text[i + 3]));
+      i += 3;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::string_view ShardIndex::key(int64_t sample) const {
@@ -111,15 +160,16 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
       if (p == 0) {
         // v1.2 names the member; v1.1 only numbers it, so the key is the
         // sample's number in the shard.
+        const std::string name =
+            named ? UnescapeField(parts[3]) : absl::StrCat(i - 1);
         std::optional<KeyAndExtension> split;
-        if (named) split = SplitKey(parts[3]);
+        if (named) split = SplitKey(name);
         if (named && !split.has_value()) {
           return IndexError(uri, i + 1, "a member name without an extension");
         }
-        index.AddSample(named ? split->key
-                              : absl::string_view(absl::StrCat(i - 1)));
+        index.AddSample(named ? split->key : absl::string_view(name));
       }
-      index.AddMember(parts[p], offset, size);
+      index.AddMember(UnescapeField(parts[p]), offset, size);
     }
   }
   return index;
@@ -165,9 +215,11 @@ std::string FormatShardIndex(const ShardIndex& index) {
   for (int64_t i = 0; i < index.num_samples(); ++i) {
     const char* separator = "";
     for (const IndexedMember& member : index.members(i)) {
-      const std::string& extension = index.extension(member.extension);
+      const std::string extension =
+          EscapeField(index.extension(member.extension));
       absl::StrAppend(&out, separator, extension, " ", member.offset, " ",
-                      member.size, " ", index.key(i), ".", extension);
+                      member.size, " ", EscapeField(index.key(i)), ".",
+                      extension);
       separator = " ";
     }
     out += '\n';

@@ -146,6 +146,54 @@ TEST(ParseShardIndexTest, ReadsDaliV11AndRejectsMalformedIndexes) {
   }
 }
 
+// Member names with spaces, newlines or backslashes (an ImageFolder class
+// "a b") are escaped in the space-separated index and read back.
+TEST(ShardIndexEscapingTest, NamesWithSpacesAndNewlinesRoundTrip) {
+  testing::TempDir dir;
+  const std::vector<std::string> keys = {"a b/c d", "tab\there", "new\nline",
+                                         "back\\slash\\x41", "plain"};
+  auto writer = *ShardWriter::Create({.pattern = dir.Join("e-%03d.tar")});
+  for (const std::string& key : keys) {
+    ASSERT_TRUE(writer->Write(key, {{"jpg", key}, {"cls", "1"}}).ok()) << key;
+  }
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string shard = dir.Join("e-000.tar");
+  const std::string written = testing::ReadFile(IndexUriFor(shard));
+  EXPECT_THAT(written, HasSubstr(" a\\x20b/c\\x20d.jpg "));
+  EXPECT_THAT(written, HasSubstr(" back\\x5cslash\\x5cx41.jpg "));
+  EXPECT_THAT(written, HasSubstr(" plain.jpg "));
+  absl::StatusOr<ShardIndex> parsed = ParseShardIndex(written, "e-000.idx");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->num_samples(), static_cast<int64_t>(keys.size()));
+  ShardIndex scanned;
+  ASSERT_TRUE(ScanShardIndex(*OpenSource(shard), &scanned).ok());
+  EXPECT_EQ(FormatShardIndex(scanned), written);
+  auto source = *OpenRandomAccess(shard);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(parsed->key(i), keys[i]);
+    Sample sample;
+    const absl::Status status = ReadIndexedSample(source, *parsed, i, {}, &sample);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(sample.key, keys[i]);
+    EXPECT_EQ(sample.fields[0].bytes(), keys[i]);
+  }
+}
+
+// Indexes from DALI's tools do not escape: a backslash that does not start
+// "\xHH" is read as it is, and v1.1 indexes are unaffected.
+TEST(ShardIndexEscapingTest, UnescapedDaliIndexesReadAsBefore) {
+  absl::StatusOr<ShardIndex> parsed = ParseShardIndex(
+      "v1.2 2\njpg 512 10 dir\\name.jpg\njpg 2048 5 x\\x4.jpg\n", "d.idx");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->key(0), "dir\\name");
+  EXPECT_EQ(parsed->key(1), "x\\x4");
+  absl::StatusOr<ShardIndex> v11 =
+      ParseShardIndex("v1.1 1\njpg 512 10 cls 1536 1\n", "d.idx");
+  ASSERT_TRUE(v11.ok()) << v11.status();
+  EXPECT_EQ(v11->key(0), "0");
+  EXPECT_EQ(v11->extension(v11->members(0)[1].extension), "cls");
+}
+
 TEST(IndexUriForTest, ReplacesTheLastExtension) {
   EXPECT_EQ(IndexUriFor("a.b/train-000001.tar"), "a.b/train-000001.idx");
   EXPECT_EQ(IndexUriFor("s3://b/x/shard"), "s3://b/x/shard.idx");

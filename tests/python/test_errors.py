@@ -265,3 +265,20 @@ def test_index_past_the_shard_is_data_loss_not_a_crash(small_shard, memory_map,
     error = info.value
     assert (error.uri, error.offset, error.key) == (str(path), data_offset, "s002")
     assert f"{index}, line 4" in str(error)
+
+
+def test_npy_field_too_large_to_allocate_is_an_error_not_an_abort(tmp_path):
+    """An Npy field declared with the huge shape a .npy header claims: the
+    batch cannot be allocated, which is an error (it was std::bad_alloc
+    ending the process); a batch beyond any address space is rejected when
+    the Loader is made."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }"
+    header = header.ljust(117) + "\n"
+    npy = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+    path = _write(tmp_path, [{"__key__": "k", "npy": npy + bytes(16)}])
+    fields = {"x": sl.Npy("npy", shape=(10**12,), dtype="float32")}
+    with pytest.raises((sl.ResourceExhaustedError, sl.DataLossError)) as info:
+        consume(sl.Loader(path, fields=fields, shuffle=False))
+    assert "field 'x'" in str(info.value)
+    with pytest.raises(sl.InvalidArgumentError, match="more than can be allocated"):
+        sl.Loader(path, fields=fields, batch_size=1000)

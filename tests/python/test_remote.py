@@ -459,6 +459,32 @@ def test_a_truncated_or_corrupt_cache_file_is_refetched(nginx, shard_dir, tmp_pa
     assert out == data and entry.read_bytes() == data
 
 
+@pytest.mark.parametrize("meta", [
+    {"uri": 1, "size": "x", "etag": [], "sha256": {}},
+    {"size": 1.5},
+    {"uri": None},
+    {"sha256": 7},
+])
+def test_cache_meta_of_the_wrong_types_is_refetched(nginx, shard_dir, tmp_path, meta):
+    """Valid JSON of the wrong types in KEY.meta is a corrupt entry: the
+    shard is fetched again (it ended in std::terminate on json::type_error).
+    Run in a child process, so a crash fails this test only."""
+    name = sorted(p.name for p in shard_dir.glob("*.tar"))[0]
+    uri, cache = f"{nginx.url}/{name}", tmp_path / "cache"
+    data = (shard_dir / name).read_bytes()
+    assert _core.read_stream(uri, options(cache_dir=str(cache))) == data
+    [meta_file] = cache.glob("*.meta")
+    meta_file.write_text(json.dumps(meta))
+    script = ("import sys; from shardloader import _core; o = _core.SourceOptions(); "
+              f"o.cache_dir = {str(cache)!r}; "
+              f"sys.stdout.buffer.write(_core.read_stream({uri!r}, o))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert result.stdout == data
+    assert json.loads(meta_file.read_text())["size"] == len(data)
+
+
 def test_cache_limit_evicts_least_recently_used(nginx, shard_dir, tmp_path):
     names = sorted(p.name for p in shard_dir.glob("*.tar"))
     largest = max((shard_dir / n).stat().st_size for n in names)

@@ -282,3 +282,36 @@ def test_npy_field_too_large_to_allocate_is_an_error_not_an_abort(tmp_path):
     assert "field 'x'" in str(info.value)
     with pytest.raises(sl.InvalidArgumentError, match="more than can be allocated"):
         sl.Loader(path, fields=fields, batch_size=1000)
+
+
+def test_shard_with_its_first_kilobyte_zeroed_is_data_loss_not_empty(small_shard, tmp_path):
+    """Zeroing a shard's first two blocks made it read as a valid shard of 0
+    samples. Without an index the shard is scanned: the members after the
+    zeros are DataLoss naming the shard and the offset where they start."""
+    path, members = small_shard
+    data = bytearray(path.read_bytes())
+    data[:1024] = bytes(1024)
+    zeroed = tmp_path / "zeroed-000.tar"
+    zeroed.write_bytes(bytes(data))
+    first_after = next(i for i, b in enumerate(data) if b)
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(zeroed), fields=FIELDS, batch_size=2, shuffle=False))
+    assert (info.value.uri, info.value.offset) == (str(zeroed), first_after)
+    assert "end-of-archive" in str(info.value)
+
+
+def test_genuinely_empty_tar_archives_still_read_as_empty(tmp_path):
+    """Two zero blocks, or GNU tar's padding to a 10 KiB record, are an empty
+    archive."""
+    import tarfile
+
+    made = tmp_path / "gnu-000.tar"
+    with tarfile.open(made, "w", format=tarfile.GNU_FORMAT):
+        pass
+    assert made.stat().st_size == 10240 and not any(made.read_bytes())
+    two_blocks = tmp_path / "two-000.tar"
+    two_blocks.write_bytes(bytes(1024))
+    for path in (made, two_blocks):
+        loader = sl.Loader(str(path), fields=FIELDS)
+        assert loader.num_samples() == 0
+        assert consume(loader) == 0

@@ -403,6 +403,20 @@ def test_a_shard_that_changes_mid_read_is_data_loss(nginx, shard_dir):
         path.unlink()
 
 
+def test_a_refused_index_probe_falls_back_to_scanning(proxy, shard_dir, monkeypatch):
+    """The .idx beside a remote shard is optional: a 403 for it (S3's answer
+    for a missing key without ListBucket) scans the shard instead of failing
+    the Loader. The probe keeps the shard URL's query (a presigned URL's
+    token): "a.tar?X=1" is probed as "a.idx?X=1"."""
+    names = sorted(p.name for p in shard_dir.glob("*.tar"))
+    expected = loader_batches(monkeypatch, [str(shard_dir / n) for n in names], options())
+    proxy.forbidden = (".idx",)
+    uris = [f"{proxy.url}/{n}?X=1" for n in names]
+    assert_same(loader_batches(monkeypatch, uris, options()), expected)
+    probes = {path for _, path, _, fault in proxy.log if fault == "403"}
+    assert probes == {f"/{n.removesuffix('.tar')}.idx?X=1" for n in names}
+
+
 def test_connection_refused_is_unavailable():
     with pytest.raises(sl.UnavailableError):
         _core.open_random_access("http://127.0.0.1:9/x.tar", options(max_attempts=2))

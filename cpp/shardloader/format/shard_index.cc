@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -202,8 +203,8 @@ absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
       return WithContext(
           absl::DataLossError(absl::StrCat(
               "bad shard index ", index_uri, ", line ", i + 2, ": ",
-              MemberOutside(member, shard_size), " (the index is damaged or "
-              "belongs to another shard)")),
+              MemberOutside(member, shard_size), " (the index is damaged, or "
+              "the shard changed after indexing)")),
           {.uri = shard_uri, .offset = member.offset, .key = std::string(index.key(i))});
     }
   }
@@ -238,12 +239,22 @@ absl::StatusOr<int64_t> WriteShardIndexFile(const std::string& uri,
 }
 
 std::string IndexUriFor(const std::string& shard_uri) {
-  const size_t slash = shard_uri.rfind('/');
-  const size_t dot = shard_uri.rfind('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
-    return shard_uri + ".idx";
+  // An http(s) URL's query and fragment (a presigned URL's token) are kept.
+  size_t end = shard_uri.size();
+  if (absl::StartsWith(shard_uri, "http://") ||
+      absl::StartsWith(shard_uri, "https://")) {
+    end = std::min(shard_uri.find('?'), shard_uri.find('#'));
+    if (end == std::string::npos) end = shard_uri.size();
   }
-  return shard_uri.substr(0, dot) + ".idx";
+  const absl::string_view path = absl::string_view(shard_uri).substr(0, end);
+  const absl::string_view suffix = absl::string_view(shard_uri).substr(end);
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  if (dot == absl::string_view::npos ||
+      (slash != absl::string_view::npos && dot < slash)) {
+    return absl::StrCat(path, ".idx", suffix);
+  }
+  return absl::StrCat(path.substr(0, dot), ".idx", suffix);
 }
 
 absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,

@@ -110,7 +110,9 @@ absl::StatusOr<int64_t> WriteShardIndexFile(const std::string& uri,
                                             const SourceOptions& options = {});
 
 // The index file of a shard: the shard's URI with its last extension
-// replaced by ".idx" ("a/train-000001.tar" → "a/train-000001.idx").
+// replaced by ".idx" ("a/train-000001.tar" → "a/train-000001.idx"). The
+// query and fragment of an http(s) URL are kept, so a presigned URL's token
+// goes with it ("https://h/a.tar?X=1" → "https://h/a.idx?X=1").
 std::string IndexUriFor(const std::string& shard_uri);
 
 // Reads sample `sample` of `index` from `shard` into `*out` (its strings'

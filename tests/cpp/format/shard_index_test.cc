@@ -199,5 +199,17 @@ TEST(IndexUriForTest, ReplacesTheLastExtension) {
   EXPECT_EQ(IndexUriFor("s3://b/x/shard"), "s3://b/x/shard.idx");
 }
 
+// A presigned URL keeps its query (its token); the path's extension is
+// replaced as for any shard. '?' in a local path or an S3 key is a name.
+TEST(IndexUriForTest, KeepsTheQueryOfAnHttpUrl) {
+  EXPECT_EQ(IndexUriFor("https://h/a.tar?X=1"), "https://h/a.idx?X=1");
+  EXPECT_EQ(IndexUriFor("http://h.x/d.v/a.tar?X=1&Y=a.b#f.g"),
+            "http://h.x/d.v/a.idx?X=1&Y=a.b#f.g");
+  EXPECT_EQ(IndexUriFor("https://h/shard?t=a.b"), "https://h/shard.idx?t=a.b");
+  EXPECT_EQ(IndexUriFor("https://h.example/a.tar"), "https://h.example/a.idx");
+  EXPECT_EQ(IndexUriFor("dir/a?b.tar"), "dir/a?b.idx");
+  EXPECT_EQ(IndexUriFor("s3://b/a?b.tar"), "s3://b/a?b.idx");
+}
+
 }  // namespace
 }  // namespace shardloader

@@ -64,6 +64,9 @@ absl::Status Validate(const LoaderOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch_size must be positive, got ", options.batch_size));
   }
+  for (const FieldSpec& field : options.fields) {
+    SL_RETURN_IF_ERROR(field.ValidateBatch(options.batch_size));
+  }
   if (options.num_threads < 0 || options.num_io_threads < 1 ||
       options.prefetch_batches < 1 || options.window_shards < 1) {
     return absl::InvalidArgumentError(

@@ -243,6 +243,73 @@ TEST(LoaderTest, BadLabelIsDataLossNamingShardOffsetAndKey) {
   EXPECT_THAT(message, HasSubstr("field 'label'"));
 }
 
+// A sample index from outside whose member claims a size near INT64_MAX: the
+// Loader rejects the index before reading, allocating or mapping by it.
+TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
+  testing::TempDir dir;
+  auto writer = *ShardWriter::Create({.pattern = dir.Join("huge-%d.tar")});
+  ASSERT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
+  ASSERT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string index = dir.Join("huge-0.idx");
+  testing::WriteFile(index,
+                     "v1.2 2\ncls 512 1 first.cls txt 1536 1 first.txt\n"
+                     "cls 2560 9223372036854775000 second.cls "
+                     "txt 3584 1 second.txt\n");
+  for (const bool memory_map : {true, false}) {
+    SCOPED_TRACE(memory_map ? "memory-mapped" : "pread");
+    auto loader = *Loader::Create({.shards = {dir.Join("huge-0.tar")},
+                                   .fields = LabelAndText(), .batch_size = 2,
+                                   .shuffle = false,
+                                   .source = {.memory_map = memory_map}});
+    absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+    ASSERT_FALSE(batch.ok());
+    EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss);
+    const std::string message(batch.status().message());
+    EXPECT_THAT(message, HasSubstr("huge-0.tar"));
+    EXPECT_THAT(message, HasSubstr("huge-0.idx, line 3"));
+    EXPECT_THAT(message, HasSubstr("offset 2560"));
+    EXPECT_THAT(message, HasSubstr("sample second"));
+  }
+}
+
+// An Npy field declared with a huge shape: a batch too large to allocate is
+// an error, never std::bad_alloc ending the process; one beyond any address
+// space is rejected when the Loader is created.
+TEST(LoaderTest, AnNpyFieldTooLargeToAllocateIsAnErrorNotAnAbort) {
+  testing::TempDir dir;
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }";
+  header.resize(117, ' ');
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size());
+  npy += '\0';
+  npy += header + std::string(16, '\0');
+  auto writer = *ShardWriter::Create({.pattern = dir.Join("npy-%d.tar")});
+  ASSERT_TRUE(writer->Write("k", {{"npy", npy}}).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const FieldSpec huge{.name = "x", .extensions = {"npy"},
+                       .kind = FieldKind::kNpy, .dtype = DType::kFloat32,
+                       .shape = {1000000000000}};  // 4 TB a sample
+  auto loader = *Loader::Create({.shards = {dir.Join("npy-0.tar")},
+                                 .fields = {huge}, .shuffle = false});
+  absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+  ASSERT_FALSE(batch.ok());
+  // ResourceExhausted where the allocation fails; DataLoss (the array is
+  // shorter than its shape) where the system overcommits memory.
+  EXPECT_THAT(batch.status().code(),
+              ::testing::AnyOf(absl::StatusCode::kResourceExhausted,
+                               absl::StatusCode::kDataLoss));
+  EXPECT_THAT(std::string(batch.status().message()), HasSubstr("field 'x'"));
+  absl::StatusOr<std::unique_ptr<Loader>> too_large =
+      Loader::Create({.shards = {dir.Join("npy-0.tar")}, .fields = {huge},
+                      .batch_size = 1000, .shuffle = false});
+  EXPECT_EQ(too_large.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(too_large.status().message()),
+              HasSubstr("more than can be allocated"));
+}
+
 TEST(LoaderTest, RejectsBadOptions) {
   EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = {}}).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -198,7 +198,9 @@ class FaultProxy:
     ``"500"``, ``"503"``, ``"429"``  answer with that status and no body;
     ``"stall"``  send the headers, then nothing for ``stall_s`` seconds;
     ``"ok"``   forward untouched.
-    Requests after the queue is empty are forwarded untouched. Every request
+    Requests after the queue is empty are forwarded untouched. Requests whose
+    path (without its query) ends with one of ``forbidden`` are answered 403
+    and take no fault from the queue. Every request
     first waits ``delay_s`` (per-request latency, as a distant server has).
     ``log`` holds
     (method, path, Range header, fault) for every request; ``body_bytes`` the
@@ -212,6 +214,7 @@ class FaultProxy:
         self.body_bytes = 0
         self.stall_s = stall_s
         self.delay_s = delay_s
+        self.forbidden: tuple[str, ...] = ()
         self._lock = threading.Lock()
         proxy = self
 
@@ -223,13 +226,16 @@ class FaultProxy:
 
             def _forward(self):
                 with proxy._lock:
-                    fault = proxy.faults.popleft() if proxy.faults else "ok"
+                    if self.path.split("?")[0].endswith(proxy.forbidden or ("\0",)):
+                        fault = "403"
+                    else:
+                        fault = proxy.faults.popleft() if proxy.faults else "ok"
                     proxy.log.append((self.command, self.path, self.headers.get("Range"), fault))
                 length = int(self.headers.get("Content-Length") or 0)
                 request_body = self.rfile.read(length) if length else None
                 if proxy.delay_s:
                     time.sleep(proxy.delay_s)
-                if fault in ("500", "503", "429"):
+                if fault in ("500", "503", "429", "403"):
                     self.send_response(int(fault))
                     self.send_header("Content-Length", "0")
                     self.end_headers()

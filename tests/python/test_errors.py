@@ -239,3 +239,79 @@ def test_bad_options_are_invalid_argument(keyed_shards, kwargs):
 def test_bad_fields_are_invalid_argument(keyed_shards, field):
     with pytest.raises(sl.InvalidArgumentError):
         sl.Loader(keyed_shards, fields={"x": field})
+
+
+@pytest.mark.parametrize("memory_map", [True, False])
+@pytest.mark.parametrize("on_error", ["raise", "skip"])
+def test_index_past_the_shard_is_data_loss_not_a_crash(small_shard, memory_map,
+                                                       on_error):
+    """A sample index whose member claims a size near INT64_MAX is rejected
+    when loaded, before anything is read, mapped or allocated by it (it
+    used to read past the mapping, or allocate and abort with pread)."""
+    path, members = small_shard
+    index = path.with_suffix(".idx")
+    lines = index.read_text().split("\n")
+    group = lines[3].split(" ")  # sample s002: cls then bin
+    _, header, data_offset, _ = members[4]
+    assert (group[0], int(group[1])) == ("cls", data_offset)
+    group[2] = "9223372036854775000"
+    lines[3] = " ".join(group)
+    index.write_text("\n".join(lines))
+    source = sl.SourceOptions()
+    source.memory_map = memory_map
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(path), fields=FIELDS, batch_size=2, shuffle=False,
+                          on_error=on_error, source=source))
+    error = info.value
+    assert (error.uri, error.offset, error.key) == (str(path), data_offset, "s002")
+    assert f"{index}, line 4" in str(error)
+
+
+def test_npy_field_too_large_to_allocate_is_an_error_not_an_abort(tmp_path):
+    """An Npy field declared with the huge shape a .npy header claims: the
+    batch cannot be allocated, which is an error (it was std::bad_alloc
+    ending the process); a batch beyond any address space is rejected when
+    the Loader is made."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }"
+    header = header.ljust(117) + "\n"
+    npy = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+    path = _write(tmp_path, [{"__key__": "k", "npy": npy + bytes(16)}])
+    fields = {"x": sl.Npy("npy", shape=(10**12,), dtype="float32")}
+    with pytest.raises((sl.ResourceExhaustedError, sl.DataLossError)) as info:
+        consume(sl.Loader(path, fields=fields, shuffle=False))
+    assert "field 'x'" in str(info.value)
+    with pytest.raises(sl.InvalidArgumentError, match="more than can be allocated"):
+        sl.Loader(path, fields=fields, batch_size=1000)
+
+
+def test_shard_with_its_first_kilobyte_zeroed_is_data_loss_not_empty(small_shard, tmp_path):
+    """Zeroing a shard's first two blocks made it read as a valid shard of 0
+    samples. Without an index the shard is scanned: the members after the
+    zeros are DataLoss naming the shard and the offset where they start."""
+    path, members = small_shard
+    data = bytearray(path.read_bytes())
+    data[:1024] = bytes(1024)
+    zeroed = tmp_path / "zeroed-000.tar"
+    zeroed.write_bytes(bytes(data))
+    first_after = next(i for i, b in enumerate(data) if b)
+    with pytest.raises(sl.DataLossError) as info:
+        consume(sl.Loader(str(zeroed), fields=FIELDS, batch_size=2, shuffle=False))
+    assert (info.value.uri, info.value.offset) == (str(zeroed), first_after)
+    assert "end-of-archive" in str(info.value)
+
+
+def test_genuinely_empty_tar_archives_still_read_as_empty(tmp_path):
+    """Two zero blocks, or GNU tar's padding to a 10 KiB record, are an empty
+    archive."""
+    import tarfile
+
+    made = tmp_path / "gnu-000.tar"
+    with tarfile.open(made, "w", format=tarfile.GNU_FORMAT):
+        pass
+    assert made.stat().st_size == 10240 and not any(made.read_bytes())
+    two_blocks = tmp_path / "two-000.tar"
+    two_blocks.write_bytes(bytes(1024))
+    for path in (made, two_blocks):
+        loader = sl.Loader(str(path), fields=FIELDS)
+        assert loader.num_samples() == 0
+        assert consume(loader) == 0

@@ -242,3 +242,34 @@ def test_shard_writer_rejects_bad_samples(tmp_path):
             writer.write({"__key__": "k2", "obj": object()})
         writer.write({"__key__": "k3", "cls": 3})
     assert list(tar_samples(writer.shards[0].path)) == ["k3"]
+
+
+def test_names_with_spaces_and_newlines_pack_index_and_load(tmp_path):
+    """An ImageFolder whose class and file names hold spaces (or a newline)
+    packs into shards whose index the Loader reads; `shardloader index`
+    writes the same index for the shard."""
+    from conftest import shardloader_command
+    from shardloader.cli.pack import pack
+
+    src = tmp_path / "src"
+    files = {"a b/c d.jpg": b"first", "a b/e\nf.jpg": b"second",
+             "plain/g.jpg": b"third"}
+    for name, data in files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(data)
+    out = tmp_path / "out"
+    out.mkdir()
+    writer = pack(str(src), str(out / "s-%02d.tar"), progress=False)
+    shard = writer.shards[0].path
+    index = out / "s-00.idx"
+    loader = sl.Loader(shard, fields={"jpg": sl.Bytes("jpg")}, batch_size=3,
+                       shuffle=False)
+    loaded = {key: data for batch in loader
+              for key, data in zip(batch["__key__"], batch["jpg"].tolist())}
+    assert loaded == {name[:-len(".jpg")]: data for name, data in files.items()}
+    assert "a\\x20b/c\\x20d.jpg" in index.read_text()
+    written = index.read_bytes()
+    index.unlink()
+    subprocess.run([*shardloader_command(), "index", shard], check=True,
+                   capture_output=True, timeout=60)
+    assert index.read_bytes() == written

@@ -403,6 +403,20 @@ def test_a_shard_that_changes_mid_read_is_data_loss(nginx, shard_dir):
         path.unlink()
 
 
+def test_a_refused_index_probe_falls_back_to_scanning(proxy, shard_dir, monkeypatch):
+    """The .idx beside a remote shard is optional: a 403 for it (S3's answer
+    for a missing key without ListBucket) scans the shard instead of failing
+    the Loader. The probe keeps the shard URL's query (a presigned URL's
+    token): "a.tar?X=1" is probed as "a.idx?X=1"."""
+    names = sorted(p.name for p in shard_dir.glob("*.tar"))
+    expected = loader_batches(monkeypatch, [str(shard_dir / n) for n in names], options())
+    proxy.forbidden = (".idx",)
+    uris = [f"{proxy.url}/{n}?X=1" for n in names]
+    assert_same(loader_batches(monkeypatch, uris, options()), expected)
+    probes = {path for _, path, _, fault in proxy.log if fault == "403"}
+    assert probes == {f"/{n.removesuffix('.tar')}.idx?X=1" for n in names}
+
+
 def test_connection_refused_is_unavailable():
     with pytest.raises(sl.UnavailableError):
         _core.open_random_access("http://127.0.0.1:9/x.tar", options(max_attempts=2))
@@ -457,6 +471,32 @@ def test_a_truncated_or_corrupt_cache_file_is_refetched(nginx, shard_dir, tmp_pa
               f"sys.stdout.buffer.write(_core.read_stream({uri!r}, o))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True).stdout
     assert out == data and entry.read_bytes() == data
+
+
+@pytest.mark.parametrize("meta", [
+    {"uri": 1, "size": "x", "etag": [], "sha256": {}},
+    {"size": 1.5},
+    {"uri": None},
+    {"sha256": 7},
+])
+def test_cache_meta_of_the_wrong_types_is_refetched(nginx, shard_dir, tmp_path, meta):
+    """Valid JSON of the wrong types in KEY.meta is a corrupt entry: the
+    shard is fetched again (it ended in std::terminate on json::type_error).
+    Run in a child process, so a crash fails this test only."""
+    name = sorted(p.name for p in shard_dir.glob("*.tar"))[0]
+    uri, cache = f"{nginx.url}/{name}", tmp_path / "cache"
+    data = (shard_dir / name).read_bytes()
+    assert _core.read_stream(uri, options(cache_dir=str(cache))) == data
+    [meta_file] = cache.glob("*.meta")
+    meta_file.write_text(json.dumps(meta))
+    script = ("import sys; from shardloader import _core; o = _core.SourceOptions(); "
+              f"o.cache_dir = {str(cache)!r}; "
+              f"sys.stdout.buffer.write(_core.read_stream({uri!r}, o))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    assert result.stdout == data
+    assert json.loads(meta_file.read_text())["size"] == len(data)
 
 
 def test_cache_limit_evicts_least_recently_used(nginx, shard_dir, tmp_path):

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "shardloader/dtype.h"
+#include "shardloader/status.h"
 
 namespace shardloader {
 namespace {
@@ -80,6 +81,25 @@ size_t FieldSpec::sample_bytes() const {
   return bytes;
 }
 
+absl::Status FieldSpec::ValidateBatch(int64_t batch_size) const {
+  if (ragged()) return absl::OkStatus();
+  // Multiplied with a check before each step, so nothing overflows.
+  int64_t bytes = static_cast<int64_t>(DTypeSize(batch_dtype()));
+  bool too_large = false;
+  for (const int64_t factor : sample_shape()) {
+    too_large = too_large || factor > kMaxFieldBatchBytes / bytes;
+    if (!too_large) bytes *= factor;
+  }
+  too_large = too_large || batch_size > kMaxFieldBatchBytes / bytes;
+  if (!too_large) return absl::OkStatus();
+  return Invalid(*this, absl::StrCat(
+      batch_size == 1 ? "one sample" : absl::StrCat("a batch of ", batch_size,
+                                                    " samples"),
+      " of shape (", absl::StrJoin(sample_shape(), ", "), ") ",
+      std::string(DTypeName(batch_dtype())), " needs more than ",
+      kMaxFieldBatchBytes, " bytes, more than can be allocated"));
+}
+
 absl::Status FieldSpec::Validate() const {
   if (name.empty()) return Invalid(*this, "the name is empty");
   if (extensions.empty()) {
@@ -97,6 +117,7 @@ absl::Status FieldSpec::Validate() const {
                                     ") must have positive dimensions"));
       }
     }
+    SL_RETURN_IF_ERROR(ValidateBatch(1));
   }
   if (kind == FieldKind::kImage) {
     const absl::Status status = ValidateImageOptions(image);

@@ -27,6 +27,11 @@ namespace shardloader {
 
 enum class FieldKind { kBytes, kText, kInt, kNpy, kImage };
 
+// The most bytes one field of a batch may take (128 TiB, the user address
+// space of x86-64 and AArch64): a larger declared shape could never be
+// allocated, and its byte count could overflow.
+inline constexpr int64_t kMaxFieldBatchBytes = int64_t{1} << 47;
+
 struct FieldSpec {
   std::string name;                     // key in the batch
   std::vector<std::string> extensions;  // lowercase, without the dot
@@ -46,8 +51,13 @@ struct FieldSpec {
   // Bytes of one sample's value; 0 for ragged fields.
   size_t sample_bytes() const;
   // Checks the declaration: a name, at least one extension, a positive shape
-  // and image size. Errors: InvalidArgument naming the field.
+  // and image size, and a sample of at most kMaxFieldBatchBytes (computed
+  // without overflow). Errors: InvalidArgument naming the field.
   absl::Status Validate() const;
+  // Checks that a batch of `batch_size` samples of this field takes at most
+  // kMaxFieldBatchBytes; requires Validate() to pass. Errors:
+  // InvalidArgument naming the field, its shape and the bytes needed.
+  absl::Status ValidateBatch(int64_t batch_size) const;
 };
 
 }  // namespace shardloader

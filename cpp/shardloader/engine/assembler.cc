@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -98,8 +99,15 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
                                     ReplaceFn replace) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
-    if (!fields[f].ragged()) {
-      slot->fields[f].values.Reserve(samples.size() * fields[f].sample_bytes());
+    if (fields[f].ragged()) continue;
+    // The size is bounded by FieldSpec::ValidateBatch, yet may not be there.
+    const size_t bytes = samples.size() * fields[f].sample_bytes();
+    try {
+      slot->fields[f].values.Reserve(bytes);
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "field '", fields[f].name, "': could not allocate ", bytes,
+          " bytes for a batch of ", samples.size(), " samples"));
     }
   }
 

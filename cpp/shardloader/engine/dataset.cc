@@ -32,6 +32,13 @@ absl::StatusOr<std::string> ReadText(const std::string& uri,
   }
 }
 
+// Whether reading a shard's optional index file failed because there is
+// none to read: missing, or refused (S3 answers 403 for a missing key
+// without ListBucket permission). The shard is then scanned instead.
+bool NoIndexFile(const absl::Status& status) {
+  return absl::IsNotFound(status) || absl::IsPermissionDenied(status);
+}
+
 }  // namespace
 
 Dataset::Dataset(std::vector<std::string> shards,
@@ -94,7 +101,7 @@ absl::StatusOr<int64_t> Dataset::Count(int64_t shard) {
                              "\"v1.2 <samples>\""),
                          {.uri = index_uri});
     }
-  } else if (absl::IsNotFound(head.status())) {
+  } else if (NoIndexFile(head.status())) {
     SL_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, Scan(shard));
     count = index->num_samples();
   } else {
@@ -132,9 +139,12 @@ absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Index(int64_t shard) 
   }
   const std::string index_uri = IndexUriFor(shards_[shard]);
   absl::StatusOr<std::string> text = ReadText(index_uri, options_->source, false);
-  if (absl::IsNotFound(text.status())) return Scan(shard);
+  if (NoIndexFile(text.status())) return Scan(shard);
   SL_RETURN_IF_ERROR(text.status());
   SL_ASSIGN_OR_RETURN(ShardIndex parsed, ParseShardIndex(*text, index_uri));
+  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(shard));
+  SL_RETURN_IF_ERROR(CheckShardIndexBounds(parsed, source->size(),
+                                           shards_[shard], index_uri));
   if (count >= 0 && parsed.num_samples() != count) {
     return WithContext(
         absl::DataLossError(absl::StrCat("the shard index changed while in use: ",

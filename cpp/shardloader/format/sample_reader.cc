@@ -1,7 +1,9 @@
 #include "shardloader/format/sample_reader.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "shardloader/status.h"
 
 namespace shardloader {
 namespace {
@@ -36,10 +38,23 @@ bool SampleReader::Wanted(absl::string_view extension) const {
 absl::StatusOr<std::optional<TarMember>> SampleReader::NextDataMember() {
   while (true) {
     SL_ASSIGN_OR_RETURN(std::optional<TarMember> member, tar_.Next());
-    if (!member.has_value()) return std::nullopt;
+    if (!member.has_value()) {
+      if (next_index_ == 0 && first_skipped_.has_value()) {
+        return WithContext(
+            absl::DataLossError(absl::StrCat(
+                "the shard holds tar members but no sample: no regular file "
+                "named KEY.EXTENSION (the first member is '",
+                absl::CHexEscape(first_skipped_->second.substr(0, 200)), "')")),
+            {.uri = *uri_, .offset = first_skipped_->first});
+      }
+      return std::nullopt;
+    }
     if (member->type == TarEntryType::kRegular && !IsMetadata(member->name) &&
         SplitKey(member->name).has_value()) {
       return member;
+    }
+    if (!first_skipped_.has_value()) {
+      first_skipped_.emplace(member->header_offset, member->name);
     }
   }
 }

@@ -7,6 +7,10 @@
 // metadata files named "__*__" (e.g. "__index__.json"). A repeated extension
 // within one sample is an error (DataLoss naming shard, offset and key).
 // Members whose extension is not wanted are skipped without reading them.
+// A shard that holds members but not one sample (only skipped members) is
+// DataLoss naming the shard and its first member's offset: a damaged or
+// foreign file, never a silently empty shard. An empty archive (no members)
+// has no samples.
 //
 // Ownership: owns its source. Thread-safety: thread-compatible.
 #ifndef SHARDLOADER_FORMAT_SAMPLE_READER_H_
@@ -15,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -35,7 +40,7 @@ class SampleReader {
 
   // Reads the next sample into `*sample`, reusing its strings' capacity.
   // Returns false at the end of the shard. Errors: those of TarReader, and
-  // DataLoss for a repeated extension.
+  // DataLoss for a repeated extension or a shard of members but no sample.
   absl::StatusOr<bool> Next(Sample* sample);
 
  private:
@@ -49,6 +54,8 @@ class SampleReader {
   absl::flat_hash_set<std::string> wanted_;
   std::optional<TarMember> pending_;  // first member of the next sample
   int64_t next_index_ = 0;
+  // Header offset and name of the first member skipped, if any.
+  std::optional<std::pair<int64_t, std::string>> first_skipped_;
 };
 
 }  // namespace shardloader

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -20,6 +21,55 @@ absl::Status IndexError(const std::string& uri, int64_t line,
   return WithContext(absl::DataLossError(absl::StrCat(
                          "malformed shard index, line ", line, ": ", what)),
                      {.uri = uri});
+}
+
+// Whether `c` is written escaped in an index file: bytes that would split or
+// end the space-separated line (whitespace and control bytes) and the escape
+// character itself.
+bool NeedsEscape(unsigned char c) { return c <= 0x20 || c == 0x7f || c == '\\'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A member name or extension as written in an index file: each byte for
+// which NeedsEscape() holds becomes "\xHH" (two lowercase hex digits).
+std::string EscapeField(absl::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (NeedsEscape(byte)) {
+      out += {'\\', 'x', kHex[byte >> 4], kHex[byte & 0xf]};
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The inverse of EscapeField(). A backslash not followed by "x" and two hex
+// digits is kept as it is: indexes written by other tools (DALI's wds2idx)
+// do not escape.
+std::string UnescapeField(absl::string_view text) {
+  if (text.find('\\') == absl::string_view::npos) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 3 < text.size() &&
+        text[i + 1] == 'x' && HexValue(text[i + 2]) >= 0 &&
+        HexValue(text[i + 3]) >= 0) {
+      out += static_cast<char>(HexValue(text[i + 2]) << 4 | HexValue(text[i + 3]));
+      i += 3;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -111,18 +161,54 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
       if (p == 0) {
         // v1.2 names the member; v1.1 only numbers it, so the key is the
         // sample's number in the shard.
+        const std::string name =
+            named ? UnescapeField(parts[3]) : absl::StrCat(i - 1);
         std::optional<KeyAndExtension> split;
-        if (named) split = SplitKey(parts[3]);
+        if (named) split = SplitKey(name);
         if (named && !split.has_value()) {
           return IndexError(uri, i + 1, "a member name without an extension");
         }
-        index.AddSample(named ? split->key
-                              : absl::string_view(absl::StrCat(i - 1)));
+        index.AddSample(named ? split->key : absl::string_view(name));
       }
-      index.AddMember(parts[p], offset, size);
+      index.AddMember(UnescapeField(parts[p]), offset, size);
     }
   }
   return index;
+}
+
+namespace {
+
+// Whether `member` lies inside a shard of `shard_size` bytes, after the
+// header block in front of its data. No sum can overflow.
+bool MemberInside(const IndexedMember& member, int64_t shard_size) {
+  return member.offset >= kBlockSize && member.size >= 0 &&
+         member.offset <= shard_size && member.size <= shard_size - member.offset;
+}
+
+std::string MemberOutside(const IndexedMember& member, int64_t shard_size) {
+  return absl::StrCat("a member of ", member.size, " bytes at offset ",
+                      member.offset, " does not fit in the shard (",
+                      shard_size, " bytes)");
+}
+
+}  // namespace
+
+absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
+                                   const std::string& shard_uri,
+                                   const std::string& index_uri) {
+  for (int64_t i = 0; i < index.num_samples(); ++i) {
+    for (const IndexedMember& member : index.members(i)) {
+      if (MemberInside(member, shard_size)) continue;
+      // Line 1 is the header; sample i is described on line i + 2.
+      return WithContext(
+          absl::DataLossError(absl::StrCat(
+              "bad shard index ", index_uri, ", line ", i + 2, ": ",
+              MemberOutside(member, shard_size), " (the index is damaged, or "
+              "the shard changed after indexing)")),
+          {.uri = shard_uri, .offset = member.offset, .key = std::string(index.key(i))});
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string FormatShardIndex(const ShardIndex& index) {
@@ -130,9 +216,11 @@ std::string FormatShardIndex(const ShardIndex& index) {
   for (int64_t i = 0; i < index.num_samples(); ++i) {
     const char* separator = "";
     for (const IndexedMember& member : index.members(i)) {
-      const std::string& extension = index.extension(member.extension);
+      const std::string extension =
+          EscapeField(index.extension(member.extension));
       absl::StrAppend(&out, separator, extension, " ", member.offset, " ",
-                      member.size, " ", index.key(i), ".", extension);
+                      member.size, " ", EscapeField(index.key(i)), ".",
+                      extension);
       separator = " ";
     }
     out += '\n';
@@ -151,12 +239,22 @@ absl::StatusOr<int64_t> WriteShardIndexFile(const std::string& uri,
 }
 
 std::string IndexUriFor(const std::string& shard_uri) {
-  const size_t slash = shard_uri.rfind('/');
-  const size_t dot = shard_uri.rfind('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
-    return shard_uri + ".idx";
+  // An http(s) URL's query and fragment (a presigned URL's token) are kept.
+  size_t end = shard_uri.size();
+  if (absl::StartsWith(shard_uri, "http://") ||
+      absl::StartsWith(shard_uri, "https://")) {
+    end = std::min(shard_uri.find('?'), shard_uri.find('#'));
+    if (end == std::string::npos) end = shard_uri.size();
   }
-  return shard_uri.substr(0, dot) + ".idx";
+  const absl::string_view path = absl::string_view(shard_uri).substr(0, end);
+  const absl::string_view suffix = absl::string_view(shard_uri).substr(end);
+  const size_t slash = path.rfind('/');
+  const size_t dot = path.rfind('.');
+  if (dot == absl::string_view::npos ||
+      (slash != absl::string_view::npos && dot < slash)) {
+    return absl::StrCat(path, ".idx", suffix);
+  }
+  return absl::StrCat(path.substr(0, dot), ".idx", suffix);
 }
 
 absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
@@ -181,6 +279,12 @@ absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
     if (!wanted.empty() &&
         std::find(wanted.begin(), wanted.end(), field.extension) == wanted.end()) {
       continue;
+    }
+    if (!MemberInside(member, shard->size())) {
+      return WithContext(
+          absl::DataLossError(absl::StrCat(
+              "the index says ", MemberOutside(member, shard->size()))),
+          {.uri = shard->uri(), .offset = member.offset, .key = out->key});
     }
     // The header in front of the data is read with it and checked.
     const int64_t header = member.offset - kBlockSize;

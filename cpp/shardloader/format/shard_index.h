@@ -11,11 +11,22 @@
 // "train-000000.idx", whose first line is "v1.2 <number of samples>" and
 // whose every other line describes one sample as repeated
 // "<extension> <data offset> <size> <member name>" groups. DALI's older v1.1
-// lines (groups without the name) are read too. `shardloader pack` and
-// ShardWriter write these files; `shardloader index` builds them for
-// existing shards. Offsets are trusted only after the member header in front
-// of the data has been checked (see ReadIndexedSample), so a stale index is
-// an error, never a wrong sample.
+// lines (groups without the name) are read too.
+//
+// `shardloader pack` and ShardWriter write these files; `shardloader index`
+// builds them for existing shards. Offsets are trusted only after the member
+// header in front of the data has been checked (see ReadIndexedSample), so a
+// stale index is an error, never a wrong sample.
+//
+// Escaping: fields are separated by spaces and samples by newlines, but tar
+// member names may hold both ("a b/c d.jpg"). In names and extensions, each
+// space, other ASCII whitespace or control byte (0x00-0x20, 0x7f) and each
+// backslash is written as "\xHH" with two lowercase hex digits
+// ("a\x20b/c\x20d.jpg"; a backslash is "\x5c"). On reading, "\x" and two
+// hex digits are unescaped and any other backslash is kept as is, so indexes
+// written by DALI's tools (which do not escape) read unchanged unless a name
+// holds a literal "\xHH". Names without such bytes are written exactly as
+// DALI writes them.
 //
 // Memory: about 40 bytes per sample plus its key.
 // Thread-safety: a built ShardIndex is immutable and safe to share.
@@ -71,12 +82,24 @@ class ShardIndex {
 // key); `*index` then holds the samples before the error.
 absl::Status ScanShardIndex(std::unique_ptr<ByteSource> shard, ShardIndex* index);
 
-// Parses a DALI WebDataset index (v1.1 or v1.2). Errors: DataLoss naming
+// Parses a DALI WebDataset index (v1.1 or v1.2), unescaping names and
+// extensions (see the top of this file). Errors: DataLoss naming
 // `uri` and the line for malformed text or a sample count that disagrees.
 absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
                                            const std::string& uri);
 
-// Formats `index` as a v1.2 DALI WebDataset index.
+// Checks every member of `index`, read from the index file `index_uri`,
+// against the real size of its shard: its data starts after a header block
+// and ends inside the shard (offset + size <= shard_size, computed without
+// overflow). An index comes from outside, so this is done before any read,
+// allocation or mapping is sized by it. Errors: DataLoss naming the shard,
+// the index file and its line, and the member's offset and sample key.
+absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
+                                   const std::string& shard_uri,
+                                   const std::string& index_uri);
+
+// Formats `index` as a v1.2 DALI WebDataset index, escaping names and
+// extensions (see the top of this file).
 std::string FormatShardIndex(const ShardIndex& index);
 
 // Scans the shard at `uri` and writes its index file beside it (under a
@@ -87,7 +110,9 @@ absl::StatusOr<int64_t> WriteShardIndexFile(const std::string& uri,
                                             const SourceOptions& options = {});
 
 // The index file of a shard: the shard's URI with its last extension
-// replaced by ".idx" ("a/train-000001.tar" → "a/train-000001.idx").
+// replaced by ".idx" ("a/train-000001.tar" → "a/train-000001.idx"). The
+// query and fragment of an http(s) URL are kept, so a presigned URL's token
+// goes with it ("https://h/a.tar?X=1" → "https://h/a.idx?X=1").
 std::string IndexUriFor(const std::string& shard_uri);
 
 // Reads sample `sample` of `index` from `shard` into `*out` (its strings'
@@ -97,7 +122,9 @@ std::string IndexUriFor(const std::string& shard_uri);
 // them and `out->backing` holds the shard; otherwise they are copied. Each
 // read member is checked against the tar header in front of its data (a
 // valid header checksum and the same size), so a stale index or a damaged
-// member is DataLoss naming the shard, the offset and the key.
+// member is DataLoss naming the shard, the offset and the key; so is a
+// member that does not lie inside the shard, found before anything is read
+// or allocated for it.
 absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
                                const ShardIndex& index, int64_t sample,
                                absl::Span<const std::string> wanted,

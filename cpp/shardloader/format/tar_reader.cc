@@ -25,6 +25,8 @@ constexpr int64_t kMaxExtensionBytes = int64_t{1} << 20;
 // output's capacity) on, so that a corrupt size cannot allocate much more
 // than the archive holds.
 constexpr size_t kReadStepBytes = size_t{1} << 20;
+// Bytes read at a time when checking what follows the end of the archive.
+constexpr size_t kTrailingStepBytes = size_t{64} << 10;
 // Largest single ByteSource::Skip() call, far from int64 overflow.
 constexpr int64_t kMaxSkipBytes = int64_t{1} << 40;
 
@@ -417,6 +419,7 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
         return absl::DataLossError(
             "a zero block (end of archive) followed by a non-zero block");
       }
+      if (got_second) SL_RETURN_IF_ERROR(CheckOnlyZerosFollow(offset));
       at_end_ = true;
       return std::nullopt;
     }
@@ -568,6 +571,24 @@ absl::Status TarReader::ReadOldGnuSparseMap(char* block) {
     if (!got_block) return TruncatedHeader();
     entries = Get(block, kSparseExtension);
     extended = block[kSparseExtensionIsExtendedOffset] != 0;
+  }
+}
+
+absl::Status TarReader::CheckOnlyZerosFollow(int64_t end_offset) {
+  std::string buffer(kTrailingStepBytes, '\0');
+  while (true) {
+    const int64_t position = source_->position();
+    error_offset_ = position;
+    SL_ASSIGN_OR_RETURN(const size_t n, ReadUpTo(buffer.data(), buffer.size()));
+    const size_t nonzero = buffer.find_first_not_of('\0');
+    if (nonzero < n) {
+      error_offset_ = position + static_cast<int64_t>(nonzero);
+      return absl::DataLossError(absl::StrCat(
+          "non-zero data after the end-of-archive marker (two zero blocks at "
+          "offset ", end_offset, "): the shard is damaged, e.g. zeroed or "
+          "overwritten in part"));
+    }
+    if (n < buffer.size()) return absl::OkStatus();
   }
 }
 

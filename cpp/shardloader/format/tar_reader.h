@@ -8,6 +8,9 @@
 // ../shared/data/edge/tar): the error is DataLoss and names the shard and the
 // byte offset of the offending header.
 //
+// Unlike Go, which stops reading at the end-of-archive marker, the bytes after
+// it are read and must be zero (see Next()).
+//
 // As in Go, the last of several extension headers of one kind wins, and the
 // stream may end cleanly right after extension headers or within a member's
 // padding. Beyond Go: the path, linkpath and size records of PAX global
@@ -63,9 +66,13 @@ class TarReader {
 
   // Advances to the next member, skipping any unread data of the current one.
   // Returns std::nullopt at the end of the archive (two zero blocks, or a
-  // clean end of the stream on a block boundary). Errors: DataLoss for
-  // malformed headers, bad checksums and truncated archives, with the shard
-  // and header offset; I/O errors from the source.
+  // clean end of the stream on a block boundary). Only zero bytes may follow
+  // the two zero blocks (tar pads the archive to its record size, 10 KiB by
+  // default): non-zero data after them means a damaged shard, such as one
+  // whose first blocks were zeroed, not an empty one. Errors: DataLoss for
+  // malformed headers, bad checksums, truncated archives and data after the
+  // end, with the shard and the offset of the header (or of the first
+  // non-zero byte after the end); I/O errors from the source.
   absl::StatusOr<std::optional<TarMember>> Next();
 
   // Reads the whole data of the current member into `out` (resized to the
@@ -83,6 +90,9 @@ class TarReader {
   // Validates the sparse map of an old GNU sparse header ('S') in `block`,
   // reading its extension blocks (which `block` is reused for).
   absl::Status ReadOldGnuSparseMap(char* block);
+  // Reads the rest of the stream after the end-of-archive marker at
+  // `end_offset`. Errors: DataLoss at the first non-zero byte.
+  absl::Status CheckOnlyZerosFollow(int64_t end_offset);
   // Reads up to `size` bytes; fewer only at the end of the stream.
   absl::StatusOr<size_t> ReadUpTo(char* dst, size_t size);
   // Skips up to `size` bytes; fewer only at the end of the stream.

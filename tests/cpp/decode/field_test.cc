@@ -120,6 +120,30 @@ TEST(FieldSpecTest, ValidateRejectsBadNamesAndExtensions) {
   ExpectInvalid(field, "empty");
 }
 
+// A declared Npy shape whose bytes could never be allocated (or overflow
+// int64) is InvalidArgument, not std::bad_alloc when the batch is made.
+TEST(FieldSpecTest, ValidateRejectsShapesTooLargeToAllocate) {
+  FieldSpec field = Field(FieldKind::kNpy);
+  field.dtype = DType::kFloat32;
+  field.shape = {int64_t{1} << 40, int64_t{1} << 40};  // 2^82 bytes
+  ExpectInvalid(field, "more than can be allocated");
+  field.shape = {int64_t{1} << 62, 4};  // the element count overflows
+  ExpectInvalid(field, "shape (4611686018427387904, 4) float32");
+  field.shape = {(kMaxFieldBatchBytes / 4) + 1};
+  ExpectInvalid(field, "more than can be allocated");
+  field.shape = {kMaxFieldBatchBytes / 4};
+  EXPECT_TRUE(field.Validate().ok());
+  field.shape = {1 << 20};  // 4 MiB a sample
+  EXPECT_TRUE(field.ValidateBatch(1 << 20).ok());
+  const absl::Status batch = field.ValidateBatch(int64_t{1} << 40);
+  EXPECT_EQ(batch.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(batch.message()),
+              HasSubstr("a batch of 1099511627776 samples of shape (1048576)"));
+  // Fixed-size fields of other kinds are checked the same way.
+  EXPECT_FALSE(Field(FieldKind::kInt).ValidateBatch(int64_t{1} << 50).ok());
+  EXPECT_TRUE(Field(FieldKind::kBytes).ValidateBatch(int64_t{1} << 50).ok());
+}
+
 TEST(FieldSpecTest, ValidateRejectsBadShapes) {
   FieldSpec field = Field(FieldKind::kNpy);
   field.shape = {3, 0};

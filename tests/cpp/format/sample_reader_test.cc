@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "shardloader/format/tar_writer.h"
 #include "shardloader/io/memory_source.h"
+#include "shardloader/status.h"
 
 namespace shardloader {
 namespace {
@@ -87,6 +88,23 @@ TEST(SampleReaderTest, SkipsMetadataAndNamesWithoutExtension) {
   std::vector<Sample> samples = ReadAll(archive);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].key, "k");
+}
+
+// A non-empty shard that yields no sample is DataLoss, not an empty shard;
+// an empty archive still has no samples.
+TEST(SampleReaderTest, MembersButNoSampleIsDataLossNamingTheShard) {
+  const std::string archive = MakeTar({{"README", "x"}, {"__meta__.json", "{}"}});
+  SampleReader reader(std::make_unique<MemorySource>("none.tar", archive));
+  Sample sample;
+  absl::StatusOr<bool> read = reader.Next(&sample);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(read.status().message()), ::testing::HasSubstr("no sample"));
+  EXPECT_THAT(std::string(read.status().message()), ::testing::HasSubstr("'README'"));
+  EXPECT_EQ(GetContext(read.status()).uri, "none.tar");
+  EXPECT_EQ(GetContext(read.status()).offset, 0);
+  EXPECT_TRUE(ReadAll(MakeTar({})).empty());
+  EXPECT_TRUE(ReadAll(std::string(10240, '\0')).empty());
 }
 
 TEST(SampleReaderTest, RepeatedExtensionIsDataLossNamingTheSample) {

@@ -471,9 +471,11 @@ TEST(TarReaderTest, Truncation) {
       {data2.substr(0, 2048) + trash.substr(0, 511), 1, false},
       {data2.substr(0, 2048) + trash, 1, false},
       {data2.substr(0, 2560), 1, true},  // two zero blocks: the end
-      {data2.substr(0, 2560) + trash.substr(0, 1), 1, true},
-      {data2.substr(0, 2560) + trash.substr(0, 511), 1, true},
-      {data2.substr(0, 2560) + trash, 1, true},
+      // Go stops at the end; shardloader rejects non-zero data after it (a
+      // damaged shard, e.g. one zeroed in part, must not read as complete).
+      {data2.substr(0, 2560) + trash.substr(0, 1), 1, false},
+      {data2.substr(0, 2560) + trash.substr(0, 511), 1, false},
+      {data2.substr(0, 2560) + trash, 1, false},
       {data2.substr(0, 3072), 1, true},
       {pax, 0, true},
       {pax + trash.substr(0, 1), 0, false},
@@ -487,7 +489,7 @@ TEST(TarReaderTest, Truncation) {
       {sparse.substr(0, 10240), 2, true},
       {sparse.substr(0, 11264), 2, false},
       {sparse, 5, true},
-      {sparse + trash, 5, true},
+      {sparse + trash, 5, false},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     for (const bool read_data : {false, true}) {
@@ -683,12 +685,54 @@ TEST(TarReaderTest, HugeSizeOfATruncatedMemberDoesNotAllocateIt) {
 TEST(TarReaderTest, EndOfArchive) {
   EXPECT_TRUE(ReadBytes("").status.ok());
   EXPECT_TRUE(ReadBytes(std::string(512, '\0')).status.ok());
-  EXPECT_TRUE(ReadBytes(std::string(1024, '\0') + "trailing garbage")
-                  .status.ok());
+  // Data after the end marker: a damaged shard, not an empty one.
+  const ReadResult trailing =
+      ReadBytes(std::string(1024, '\0') + "trailing garbage");
+  EXPECT_EQ(trailing.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(GetContext(trailing.status).offset, 1024);
   const ReadResult bad =
       ReadBytes(std::string(512, '\0') + Header("a", '0', 0));
   EXPECT_EQ(bad.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(GetContext(bad.status).offset, 512);
+}
+
+// Genuine empty archives, and archives padded with zeros to tar's record
+// size (GNU tar: 10 KiB), read as they are.
+TEST(TarReaderTest, ZeroPaddingAfterTheEndIsAccepted) {
+  for (const size_t size : {size_t{1024}, size_t{10240}, size_t{1024 + 100},
+                            size_t{200 * 1024}}) {
+    SCOPED_TRACE(size);
+    const ReadResult empty = ReadBytes(std::string(size, '\0'));
+    EXPECT_TRUE(empty.status.ok()) << empty.status;
+    EXPECT_TRUE(empty.members.empty());
+  }
+  std::string one = Header("a.txt", '0', 1) + Padded("A") + EndBlocks();
+  one.resize(10240, '\0');
+  const ReadResult padded = ReadBytes(one);
+  EXPECT_TRUE(padded.status.ok()) << padded.status;
+  EXPECT_EQ(padded.members.size(), 1u);
+}
+
+// A shard whose first kilobyte was zeroed used to read as a valid, empty
+// shard: its remaining members follow the "end" and make it DataLoss naming
+// the shard and the offset of the first byte after the zeros.
+TEST(TarReaderTest, AShardWithItsStartZeroedIsDataLossNotEmpty) {
+  std::string shard = Header("s0.cls", '0', 1) + Padded("1") +
+                      Header("s0.txt", '0', 5) + Padded("hello") +
+                      Header("s1.cls", '0', 1) + Padded("2") + EndBlocks();
+  std::fill(shard.begin(), shard.begin() + 1024, '\0');
+  // Any offset past the zeros, also one far past a read step.
+  for (const size_t zeros : {size_t{1024}, size_t{1024 + 70 * 1024}}) {
+    std::string damaged = shard;
+    damaged.insert(1024, zeros - 1024, '\0');
+    const ReadResult result = ReadBytes(damaged);
+    EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(result.status.message()),
+                HasSubstr("after the end-of-archive marker"));
+    EXPECT_EQ(GetContext(result.status).uri, "memory.tar");
+    EXPECT_EQ(GetContext(result.status).offset, static_cast<int64_t>(zeros));
+    EXPECT_TRUE(result.members.empty());
+  }
 }
 
 TEST(TarReaderTest, BadChecksum) {

@@ -76,6 +76,16 @@ std::optional<Meta> ReadMeta(const std::string& path) {
   if (!in) return std::nullopt;
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) return std::nullopt;
+  // Valid JSON of other types (a damaged or foreign file) is a corrupt entry
+  // like any other, refetched: value() would throw json::type_error.
+  const auto string_or_absent = [&json](const char* key) {
+    return !json.contains(key) || json[key].is_string();
+  };
+  if (!string_or_absent("uri") || !string_or_absent("etag") ||
+      !string_or_absent("sha256") ||
+      (json.contains("size") && !json["size"].is_number_integer())) {
+    return std::nullopt;
+  }
   Meta meta;
   meta.uri = json.value("uri", "");
   meta.size = json.value("size", int64_t{-1});

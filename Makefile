@@ -5,7 +5,7 @@ PYTHON ?= python3
 BUILD_DIR ?= build/cpp
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps cpp check-includes test-cpp install test-python test demo bench-micro bench clean
+.PHONY: all deps cpp check-includes format test-cpp install test-python test demo bench-micro bench clean
 
 all: install
 
@@ -19,6 +19,10 @@ cpp: deps
 # The dependency rule of cpp/README.md: every include runs downhill.
 check-includes:
 	$(PYTHON) scripts/check_includes.py
+
+# Rewrites the C++ sources in .clang-format's style (tests/python/test_format.py checks it).
+format:
+	find cpp bindings tests/cpp benchmarks cmake -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 test-cpp: cpp
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)

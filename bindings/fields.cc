@@ -21,9 +21,7 @@ void RegisterFields(py::module_& m) {
       .value("CENTER_CROP", ResizeMode::kCenterCrop)
       .value("STRETCH", ResizeMode::kStretch)
       .value("RANDOM_RESIZED_CROP", ResizeMode::kRandomResizedCrop);
-  py::enum_<Layout>(m, "Layout")
-      .value("HWC", Layout::kHWC)
-      .value("CHW", Layout::kCHW);
+  py::enum_<Layout>(m, "Layout").value("HWC", Layout::kHWC).value("CHW", Layout::kCHW);
   py::class_<ImageOptions>(m, "ImageOptions")
       .def(py::init<>())
       .def_readwrite("height", &ImageOptions::height)

@@ -1,12 +1,13 @@
 // LoaderOptions and Loader. Every wait releases the GIL and wakes every
 // 100 ms to let Python handle signals, so Ctrl-C stops a blocked iteration.
+#include "shardloader/loader.h"
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "absl/time/time.h"
 #include "bindings/batch.h"
 #include "bindings/status.h"
-#include "shardloader/loader.h"
 
 namespace shardloader::bindings {
 
@@ -49,9 +50,7 @@ void RegisterLoader(py::module_& m) {
   py::enum_<Remainder>(m, "Remainder")
       .value("PAD", Remainder::kPad)
       .value("DROP", Remainder::kDrop);
-  py::enum_<OnError>(m, "OnError")
-      .value("RAISE", OnError::kRaise)
-      .value("SKIP", OnError::kSkip);
+  py::enum_<OnError>(m, "OnError").value("RAISE", OnError::kRaise).value("SKIP", OnError::kSkip);
 
   py::class_<LoaderState>(m, "LoaderState")
       .def(py::init<>())
@@ -114,8 +113,7 @@ void RegisterLoader(py::module_& m) {
   py::class_<Loader, LoaderHolder>(m, "Loader")
       .def(py::init([](LoaderOptions options) {
              return LoaderHolder(
-                 WithoutGil([&] { return Loader::Create(std::move(options)); })
-                     .release());
+                 WithoutGil([&] { return Loader::Create(std::move(options)); }).release());
            }),
            py::arg("options"))
       .def("next", &NextBatch)
@@ -124,28 +122,21 @@ void RegisterLoader(py::module_& m) {
       .def("restart", &Loader::Restart, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("epoch", &Loader::epoch)
       .def("num_samples",
-           [](Loader& loader) {
-             return WithoutGil([&] { return loader.NumSamples(); });
-           })
+           [](Loader& loader) { return WithoutGil([&] { return loader.NumSamples(); }); })
       .def("num_batches",
-           [](Loader& loader) {
-             return WithoutGil([&] { return loader.NumBatches(); });
-           })
-      .def("state",
-           [](Loader& loader) {
-             return WithoutGil([&] { return loader.State(); });
-           })
-      .def("resume",
-           [](Loader& loader, const LoaderState& state) {
-             WithoutGil([&] { return loader.Resume(state); });
-           },
-           py::arg("state"))
+           [](Loader& loader) { return WithoutGil([&] { return loader.NumBatches(); }); })
+      .def("state", [](Loader& loader) { return WithoutGil([&] { return loader.State(); }); })
+      .def(
+          "resume",
+          [](Loader& loader, const LoaderState& state) {
+            WithoutGil([&] { return loader.Resume(state); });
+          },
+          py::arg("state"))
       .def("stats", &Loader::Stats)
       .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("shards", &Loader::shards)
       .def_property_readonly("rank", [](const Loader& l) { return *l.options().rank; })
-      .def_property_readonly("world_size",
-                             [](const Loader& l) { return *l.options().world_size; });
+      .def_property_readonly("world_size", [](const Loader& l) { return *l.options().world_size; });
 }
 
 }  // namespace shardloader::bindings

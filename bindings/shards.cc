@@ -16,24 +16,26 @@ namespace shardloader::bindings {
 namespace py = pybind11;
 
 void RegisterShards(py::module_& m) {
-  m.def("expand_braces", [](const std::string& pattern) {
-    return Unwrap(ExpandBraces(pattern));
-  });
-  m.def("resolve_shards", [](const std::vector<std::string>& specs,
-                             const SourceOptions& source) {
-    return WithoutGil([&] { return ResolveShards(specs, source); });
-  }, py::arg("specs"), py::arg("source") = SourceOptions());
-  m.def("write_shard_index", [](const std::string& uri, const SourceOptions& source) {
-    return WithoutGil([&] { return WriteShardIndexFile(uri, source); });
-  }, py::arg("uri"), py::arg("source") = SourceOptions());
+  m.def("expand_braces", [](const std::string& pattern) { return Unwrap(ExpandBraces(pattern)); });
+  m.def(
+      "resolve_shards",
+      [](const std::vector<std::string>& specs, const SourceOptions& source) {
+        return WithoutGil([&] { return ResolveShards(specs, source); });
+      },
+      py::arg("specs"), py::arg("source") = SourceOptions());
+  m.def(
+      "write_shard_index",
+      [](const std::string& uri, const SourceOptions& source) {
+        return WithoutGil([&] { return WriteShardIndexFile(uri, source); });
+      },
+      py::arg("uri"), py::arg("source") = SourceOptions());
 
   py::class_<SampleReader>(m, "SampleReader")
       .def(py::init([](const std::string& uri, bool read_data) {
              std::unique_ptr<ByteSource> source = Unwrap(OpenSource(uri));
              return std::make_unique<SampleReader>(
                  std::move(source),
-                 read_data ? std::nullopt
-                           : std::optional(std::vector<std::string>{}));
+                 read_data ? std::nullopt : std::optional(std::vector<std::string>{}));
            }),
            py::arg("uri"), py::arg("read_data") = true)
       // Returns (key, offset, index, {extension: bytes}) or None at the end.

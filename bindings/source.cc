@@ -29,14 +29,13 @@ void DefSeconds(py::class_<SourceOptions>& cls, const char* name) {
 // Every field but credentials (SourceOptions holds none; they come from the
 // environment), so the repr can never show a secret.
 std::string Repr(const SourceOptions& o) {
-  return absl::StrCat(
-      "SourceOptions(memory_map=", o.memory_map ? "True" : "False",
-      ", part_size_bytes=", o.part_size_bytes,
-      ", max_concurrency=", o.max_concurrency, ", max_attempts=", o.max_attempts,
-      ", endpoint_url='", o.endpoint_url, "', region='", o.region, "', profile='",
-      o.profile, "', anonymous=", o.anonymous ? "True" : "False", ", ca_bundle='",
-      o.ca_bundle, "', cache_dir='",
-      o.cache_dir, "', cache_limit_bytes=", o.cache_limit_bytes, ")");
+  return absl::StrCat("SourceOptions(memory_map=", o.memory_map ? "True" : "False",
+                      ", part_size_bytes=", o.part_size_bytes,
+                      ", max_concurrency=", o.max_concurrency, ", max_attempts=", o.max_attempts,
+                      ", endpoint_url='", o.endpoint_url, "', region='", o.region, "', profile='",
+                      o.profile, "', anonymous=", o.anonymous ? "True" : "False", ", ca_bundle='",
+                      o.ca_bundle, "', cache_dir='", o.cache_dir,
+                      "', cache_limit_bytes=", o.cache_limit_bytes, ")");
 }
 
 }  // namespace
@@ -65,41 +64,55 @@ void RegisterSource(py::module_& m) {
   DefSeconds<&SourceOptions::low_speed_time>(options, "low_speed_time_s");
 
   py::class_<RandomAccessSource, std::shared_ptr<RandomAccessSource>>(
-      m, "RandomAccessSource",
-      "Positional reads of one shard (local or remote); thread-safe.")
+      m, "RandomAccessSource", "Positional reads of one shard (local or remote); thread-safe.")
       .def_property_readonly("uri", &RandomAccessSource::uri)
       .def_property_readonly("size", &RandomAccessSource::size)
-      .def("read_at", [](const RandomAccessSource& source, int64_t offset, size_t size) {
-        std::string bytes(size, '\0');
-        WithoutGil([&] { return source.ReadAt(offset, size, bytes.data()); });
-        return py::bytes(bytes);
-      }, py::arg("offset"), py::arg("size"));
+      .def(
+          "read_at",
+          [](const RandomAccessSource& source, int64_t offset, size_t size) {
+            std::string bytes(size, '\0');
+            WithoutGil([&] { return source.ReadAt(offset, size, bytes.data()); });
+            return py::bytes(bytes);
+          },
+          py::arg("offset"), py::arg("size"));
 
-  m.def("open_random_access", [](const std::string& uri, const SourceOptions& o) {
-    return WithoutGil([&] { return OpenRandomAccess(uri, o); });
-  }, py::arg("uri"), py::arg("options") = SourceOptions());
-  m.def("read_stream", [](const std::string& uri, const SourceOptions& o) {
-    std::string bytes = WithoutGil([&]() -> absl::StatusOr<std::string> {
-      absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(uri, o);
-      if (!source.ok()) return source.status();
-      std::string all;
-      std::string block(1 << 20, '\0');
-      while (true) {
-        absl::StatusOr<size_t> n = (*source)->Read(block.data(), block.size());
-        if (!n.ok()) return n.status();
-        if (*n == 0) return all;
-        all.append(block.data(), *n);
-      }
-    });
-    return py::bytes(bytes);
-  }, py::arg("uri"), py::arg("options") = SourceOptions(),
-     "All bytes of a shard through OpenSource() (remote: parallel ranged GETs).");
-  m.def("list_prefix", [](const std::string& uri, const SourceOptions& o) {
-    return WithoutGil([&] { return ListPrefix(uri, o); });
-  }, py::arg("uri"), py::arg("options") = SourceOptions());
-  m.def("prefetch_shard", [](const std::string& uri, const SourceOptions& o) {
-    WithoutGil([&] { return PrefetchShard(uri, o); });
-  }, py::arg("uri"), py::arg("options") = SourceOptions());
+  m.def(
+      "open_random_access",
+      [](const std::string& uri, const SourceOptions& o) {
+        return WithoutGil([&] { return OpenRandomAccess(uri, o); });
+      },
+      py::arg("uri"), py::arg("options") = SourceOptions());
+  m.def(
+      "read_stream",
+      [](const std::string& uri, const SourceOptions& o) {
+        std::string bytes = WithoutGil([&]() -> absl::StatusOr<std::string> {
+          absl::StatusOr<std::unique_ptr<ByteSource>> source = OpenSource(uri, o);
+          if (!source.ok()) return source.status();
+          std::string all;
+          std::string block(1 << 20, '\0');
+          while (true) {
+            absl::StatusOr<size_t> n = (*source)->Read(block.data(), block.size());
+            if (!n.ok()) return n.status();
+            if (*n == 0) return all;
+            all.append(block.data(), *n);
+          }
+        });
+        return py::bytes(bytes);
+      },
+      py::arg("uri"), py::arg("options") = SourceOptions(),
+      "All bytes of a shard through OpenSource() (remote: parallel ranged GETs).");
+  m.def(
+      "list_prefix",
+      [](const std::string& uri, const SourceOptions& o) {
+        return WithoutGil([&] { return ListPrefix(uri, o); });
+      },
+      py::arg("uri"), py::arg("options") = SourceOptions());
+  m.def(
+      "prefetch_shard",
+      [](const std::string& uri, const SourceOptions& o) {
+        WithoutGil([&] { return PrefetchShard(uri, o); });
+      },
+      py::arg("uri"), py::arg("options") = SourceOptions());
 }
 
 }  // namespace shardloader::bindings

@@ -3,10 +3,10 @@
 #ifndef SHARDLOADER_BINDINGS_STATUS_H_
 #define SHARDLOADER_BINDINGS_STATUS_H_
 
+#include <pybind11/pybind11.h>
+
 #include <type_traits>
 #include <utility>
-
-#include <pybind11/pybind11.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

@@ -10,7 +10,7 @@ APT_PACKAGES=(
   libabsl-dev libtbb-dev libzstd-dev libcurl4-openssl-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev nlohmann-json3-dev
-  tar nginx openssl
+  tar nginx openssl clang-format
 )
 
 missing=()

@@ -62,8 +62,7 @@ const std::vector<std::string>& Jpegs() {
     std::sort(paths.begin(), paths.end());
     for (const fs::path& path : paths) {
       std::ifstream file(path, std::ios::binary);
-      files->emplace_back(std::istreambuf_iterator<char>(file),
-                          std::istreambuf_iterator<char>());
+      files->emplace_back(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
     }
     return files;
   }();
@@ -72,9 +71,8 @@ const std::vector<std::string>& Jpegs() {
 
 bool SkipWithoutImages(benchmark::State& state) {
   if (!Jpegs().empty()) return false;
-  state.SkipWithError(("no *.JPEG under " + ImagesDir().string() +
-                       "/*/; set SHARDLOADER_SHARED_DATA_DIR")
-                          .c_str());
+  state.SkipWithError(
+      ("no *.JPEG under " + ImagesDir().string() + "/*/; set SHARDLOADER_SHARED_DATA_DIR").c_str());
   return true;
 }
 
@@ -93,11 +91,10 @@ void BM_TurboJpegFullDecode(benchmark::State& state) {
     int height = 0;
     int subsampling = 0;
     int colorspace = 0;
-    tjDecompressHeader3(handle, bytes, jpeg.size(), &width, &height,
-                        &subsampling, &colorspace);
+    tjDecompressHeader3(handle, bytes, jpeg.size(), &width, &height, &subsampling, &colorspace);
     pixels.resize(size_t{3} * width * height);
-    if (tjDecompress2(handle, bytes, jpeg.size(), pixels.data(), width, 0,
-                      height, TJPF_RGB, 0) != 0) {
+    if (tjDecompress2(handle, bytes, jpeg.size(), pixels.data(), width, 0, height, TJPF_RGB, 0) !=
+        0) {
       state.SkipWithError(tjGetErrorStr2(handle));
       break;
     }
@@ -131,13 +128,11 @@ void BM_DecodeImage(benchmark::State& state, ResizeMode mode, bool flip) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK_CAPTURE(BM_DecodeImage, center_crop_224, ResizeMode::kCenterCrop,
-                  false);
+BENCHMARK_CAPTURE(BM_DecodeImage, center_crop_224, ResizeMode::kCenterCrop, false);
 BENCHMARK_CAPTURE(BM_DecodeImage, stretch_224, ResizeMode::kStretch, false);
-BENCHMARK_CAPTURE(BM_DecodeImage, random_resized_crop_224,
-                  ResizeMode::kRandomResizedCrop, false);
-BENCHMARK_CAPTURE(BM_DecodeImage, random_resized_crop_224_flip,
-                  ResizeMode::kRandomResizedCrop, true);
+BENCHMARK_CAPTURE(BM_DecodeImage, random_resized_crop_224, ResizeMode::kRandomResizedCrop, false);
+BENCHMARK_CAPTURE(BM_DecodeImage, random_resized_crop_224_flip, ResizeMode::kRandomResizedCrop,
+                  true);
 
 }  // namespace
 }  // namespace shardloader

@@ -23,8 +23,7 @@ int main() {
 
   shardloader::LoaderOptions options;
   options.shards = {dir + "/c-{00..00}.tar"};
-  options.fields = {{.name = "label", .extensions = {"cls"},
-                     .kind = shardloader::FieldKind::kInt}};
+  options.fields = {{.name = "label", .extensions = {"cls"}, .kind = shardloader::FieldKind::kInt}};
   options.batch_size = 4;
   options.shuffle = false;
   auto loader = shardloader::Loader::Create(options);
@@ -37,8 +36,7 @@ int main() {
       return 5;
     }
     if (!batch->has_value()) break;
-    const auto* labels =
-        static_cast<const int64_t*>((*batch)->Find("label")->values.data);
+    const auto* labels = static_cast<const int64_t*>((*batch)->Find("label")->values.data);
     for (int64_t i = 0; i < (*batch)->num_samples(); ++i) {
       if (labels[i] != expected++) return 6;
     }

@@ -16,9 +16,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "shardloader/dtype.h"
 
 namespace shardloader {
@@ -34,15 +34,14 @@ struct TensorView {
 
 struct BatchField {
   std::string name;
-  TensorView values;                 // (B, *sample_shape), or (N,) if ragged
+  TensorView values;                  // (B, *sample_shape), or (N,) if ragged
   std::optional<TensorView> offsets;  // int64 (B + 1,), only if ragged
 };
 
 class Batch {
  public:
-  Batch(int64_t num_samples, std::vector<BatchField> fields,
-        std::vector<std::string> keys, std::shared_ptr<const void> memory,
-        bool pinned)
+  Batch(int64_t num_samples, std::vector<BatchField> fields, std::vector<std::string> keys,
+        std::shared_ptr<const void> memory, bool pinned)
       : num_samples_(num_samples),
         fields_(std::move(fields)),
         keys_(std::move(keys)),

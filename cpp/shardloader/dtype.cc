@@ -25,9 +25,7 @@ constexpr std::array<DTypeInfo, 10> kDTypes = {{
     {DType::kFloat64, "float64", 8},
 }};
 
-const DTypeInfo& Info(DType dtype) {
-  return kDTypes[static_cast<size_t>(dtype)];
-}
+const DTypeInfo& Info(DType dtype) { return kDTypes[static_cast<size_t>(dtype)]; }
 
 }  // namespace
 

@@ -35,8 +35,7 @@ absl::StatusOr<std::optional<int>> EnvInt(const char* name) {
   int value = 0;
   if (!absl::SimpleAtoi(text, &value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("environment variable ", name, "='", text,
-                     "' is not an integer"));
+        absl::StrCat("environment variable ", name, "='", text, "' is not an integer"));
   }
   return value;
 }
@@ -52,11 +51,11 @@ absl::Status Validate(const LoaderOptions& options) {
     return absl::InvalidArgumentError("fields: declare at least one field");
   }
   for (size_t i = 0; i < options.fields.size(); ++i) {
-    SL_RETURN_IF_ERROR(options.fields[i].Validate());
+    SHARDLOADER_RETURN_IF_ERROR(options.fields[i].Validate());
     for (size_t j = 0; j < i; ++j) {
       if (options.fields[i].name == options.fields[j].name) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "fields: the name '", options.fields[i].name, "' is used twice"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("fields: the name '", options.fields[i].name, "' is used twice"));
       }
     }
   }
@@ -65,18 +64,16 @@ absl::Status Validate(const LoaderOptions& options) {
         absl::StrCat("batch_size must be positive, got ", options.batch_size));
   }
   for (const FieldSpec& field : options.fields) {
-    SL_RETURN_IF_ERROR(field.ValidateBatch(options.batch_size));
+    SHARDLOADER_RETURN_IF_ERROR(field.ValidateBatch(options.batch_size));
   }
-  if (options.num_threads < 0 || options.num_io_threads < 1 ||
-      options.prefetch_batches < 1 || options.window_shards < 1) {
+  if (options.num_threads < 0 || options.num_io_threads < 1 || options.prefetch_batches < 1 ||
+      options.window_shards < 1) {
     return absl::InvalidArgumentError(
         "num_threads must be >= 0; num_io_threads, prefetch_batches and "
         "window_shards >= 1");
   }
-  if (options.max_errors < 0 || options.max_error_fraction < 0 ||
-      options.max_error_fraction > 1) {
-    return absl::InvalidArgumentError(
-        "max_errors must be >= 0 and max_error_fraction in [0, 1]");
+  if (options.max_errors < 0 || options.max_error_fraction < 0 || options.max_error_fraction > 1) {
+    return absl::InvalidArgumentError("max_errors must be >= 0 and max_error_fraction in [0, 1]");
   }
   return absl::OkStatus();
 }
@@ -89,10 +86,9 @@ class Loader::Engine {
   Engine(std::shared_ptr<const LoaderOptions> options, std::vector<std::string> shards)
       : arena(options->num_threads > 0 ? options->num_threads : AvailableCpus()),
         pool(internal_batch::BatchPool::Create(options->fields.size(),
-                                               options->prefetch_batches + 2,
-                                               options->pin_memory)),
-        dataset(std::make_shared<internal_pipeline::Dataset>(std::move(shards),
-                                                             std::move(options), stats)) {}
+                                               options->prefetch_batches + 2, options->pin_memory)),
+        dataset(std::make_shared<internal_pipeline::Dataset>(std::move(shards), std::move(options),
+                                                             stats)) {}
 
   tbb::task_arena arena;
   std::shared_ptr<internal_batch::BatchPool> pool;
@@ -103,26 +99,25 @@ class Loader::Engine {
 };
 
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
-  SL_RETURN_IF_ERROR(Validate(options));
+  SHARDLOADER_RETURN_IF_ERROR(Validate(options));
   if (!options.rank.has_value()) {
-    SL_ASSIGN_OR_RETURN(std::optional<int> rank, EnvInt("RANK"));
+    SHARDLOADER_ASSIGN_OR_RETURN(std::optional<int> rank, EnvInt("RANK"));
     options.rank = rank.value_or(0);
   }
   if (!options.world_size.has_value()) {
-    SL_ASSIGN_OR_RETURN(std::optional<int> world_size, EnvInt("WORLD_SIZE"));
+    SHARDLOADER_ASSIGN_OR_RETURN(std::optional<int> world_size, EnvInt("WORLD_SIZE"));
     options.world_size = world_size.value_or(1);
   }
-  SL_ASSIGN_OR_RETURN(std::vector<std::string> shards,
-                      ResolveShards(options.shards, options.source));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> shards,
+                               ResolveShards(options.shards, options.source));
   // Fails early for a bad rank or worker.
-  SL_RETURN_IF_ERROR(RankSchedule::Create({.rank = *options.rank,
-                                           .world_size = *options.world_size,
-                                           .worker = options.worker,
-                                           .num_workers = options.num_workers,
-                                           .batch_size = options.batch_size})
-                         .status());
-  return std::unique_ptr<Loader>(
-      new Loader(std::move(options), std::move(shards)));
+  SHARDLOADER_RETURN_IF_ERROR(RankSchedule::Create({.rank = *options.rank,
+                                                    .world_size = *options.world_size,
+                                                    .worker = options.worker,
+                                                    .num_workers = options.num_workers,
+                                                    .batch_size = options.batch_size})
+                                  .status());
+  return std::unique_ptr<Loader>(new Loader(std::move(options), std::move(shards)));
 }
 
 Loader::Loader(LoaderOptions options, std::vector<std::string> shards)
@@ -144,10 +139,10 @@ Loader::~Loader() {
 
 absl::Status Loader::CheckUsable() const {
   if (::getpid() != creator_pid_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this Loader was created in process ", creator_pid_,
-        " and cannot be used after fork(); create the Loader in the process "
-        "that iterates it (e.g. inside a DataLoader worker)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("this Loader was created in process ", creator_pid_,
+                     " and cannot be used after fork(); create the Loader in the process "
+                     "that iterates it (e.g. inside a DataLoader worker)"));
   }
   if (closed_) return absl::FailedPreconditionError("the Loader is closed");
   return absl::OkStatus();
@@ -160,7 +155,7 @@ absl::StatusOr<std::vector<int64_t>> Loader::Counts() {
 }
 
 absl::StatusOr<RankSchedule> Loader::Schedule() {
-  SL_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
+  SHARDLOADER_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
   absl::MutexLock lock(&mu_);
   return Schedule(TotalSamples(counts));
 }
@@ -184,7 +179,7 @@ absl::StatusOr<RankSchedule> Loader::Schedule(int64_t num_samples) const {
 
 absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
   absl::MutexLock lock(&mu_);
-  SL_RETURN_IF_ERROR(CheckUsable());
+  SHARDLOADER_RETURN_IF_ERROR(CheckUsable());
   if (engine_->pipeline != nullptr) return engine_->pipeline;
   resumed_ = false;
   engine_->pipeline = std::make_shared<Pipeline>(
@@ -200,7 +195,7 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
 }
 
 absl::StatusOr<std::optional<Batch>> Loader::Next() {
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<Pipeline> pipeline, StartedPipeline());
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<Pipeline> pipeline, StartedPipeline());
   absl::StatusOr<std::optional<Batch>> batch;
   {
     internal_stats::ScopedTimer timer(engine_->stats->consumer_wait_ns);
@@ -288,13 +283,12 @@ void Loader::Close() {
 }
 
 absl::StatusOr<LoaderState> Loader::State() {
-  SL_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
+  SHARDLOADER_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
   absl::MutexLock lock(&mu_);
   // This reader's batch j is rank batch worker + j * num_workers.
   const int64_t rank_batches =
-      batches_yielded_ == 0
-          ? 0
-          : options_->worker + (batches_yielded_ - 1) * options_->num_workers + 1;
+      batches_yielded_ == 0 ? 0
+                            : options_->worker + (batches_yielded_ - 1) * options_->num_workers + 1;
   return LoaderState{.epoch = epoch_,
                      .position = schedule.PositionAfter(rank_batches),
                      .num_samples = schedule.options().num_samples,
@@ -304,21 +298,20 @@ absl::StatusOr<LoaderState> Loader::State() {
 }
 
 absl::Status Loader::Resume(const LoaderState& state) {
-  SL_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
+  SHARDLOADER_ASSIGN_OR_RETURN(const std::vector<int64_t> counts, Counts());
   const int64_t num_samples = TotalSamples(counts);
   if (state.num_samples != num_samples || state.seed != options_->seed ||
       state.shuffle != options_->shuffle ||
       (state.shuffle && state.window_shards != options_->window_shards)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "this state belongs to another order: it was saved with ",
-        state.num_samples, " samples, seed ", state.seed, ", shuffle ",
-        state.shuffle, ", window_shards ", state.window_shards, "; this Loader has ",
-        num_samples, " samples, seed ", options_->seed, ", shuffle ",
-        options_->shuffle, ", window_shards ", options_->window_shards));
+        "this state belongs to another order: it was saved with ", state.num_samples,
+        " samples, seed ", state.seed, ", shuffle ", state.shuffle, ", window_shards ",
+        state.window_shards, "; this Loader has ", num_samples, " samples, seed ", options_->seed,
+        ", shuffle ", options_->shuffle, ", window_shards ", options_->window_shards));
   }
   if (state.position < 0 || state.position > num_samples) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "state position ", state.position, " is not in [0, ", num_samples, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("state position ", state.position, " is not in [0, ", num_samples, "]"));
   }
   Reposition(state.epoch, state.position);
   absl::MutexLock lock(&mu_);
@@ -327,14 +320,14 @@ absl::Status Loader::Resume(const LoaderState& state) {
 }
 
 absl::StatusOr<int64_t> Loader::NumSamples() {
-  SL_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
+  SHARDLOADER_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
   int64_t mine = 0;
   for (int64_t j = 0; j < schedule.num_batches(); ++j) mine += schedule.Batch(j).size;
   return mine;
 }
 
 absl::StatusOr<int64_t> Loader::NumBatches() {
-  SL_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
+  SHARDLOADER_ASSIGN_OR_RETURN(const RankSchedule schedule, Schedule());
   return schedule.num_batches();
 }
 

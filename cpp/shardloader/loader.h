@@ -150,8 +150,8 @@ class Loader {
 
   mutable absl::Mutex mu_;
   int64_t epoch_ ABSL_GUARDED_BY(mu_);
-  int64_t start_ ABSL_GUARDED_BY(mu_) = 0;  // first position of this epoch's run
-  bool resumed_ ABSL_GUARDED_BY(mu_) = false;  // start_ came from Resume()
+  int64_t start_ ABSL_GUARDED_BY(mu_) = 0;            // first position of this epoch's run
+  bool resumed_ ABSL_GUARDED_BY(mu_) = false;         // start_ came from Resume()
   int64_t batches_yielded_ ABSL_GUARDED_BY(mu_) = 0;  // by Next() since start_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };

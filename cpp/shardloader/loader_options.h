@@ -59,8 +59,8 @@ struct LoaderOptions {
   double max_error_fraction = 0.0;
   // Decode threads; 0 means the CPUs this process may run on.
   int num_threads = 0;
-  int num_io_threads = 2;          // threads reading samples
-  size_t prefetch_batches = 2;     // batches assembled ahead of the consumer
+  int num_io_threads = 2;       // threads reading samples
+  size_t prefetch_batches = 2;  // batches assembled ahead of the consumer
   // How shards are opened and read (read sizes; remote storage settings).
   SourceOptions source;
   // Page-lock batch memory with CUDA when a CUDA runtime and device are

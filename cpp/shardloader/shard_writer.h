@@ -48,18 +48,17 @@ struct ShardWriterOptions {
 };
 
 struct ShardInfo {
-  std::string path;     // final path of the shard
+  std::string path;  // final path of the shard
   int64_t num_samples = 0;
   int64_t size_bytes = 0;
-  std::string sha256;   // lowercase hex digest of the whole file
+  std::string sha256;  // lowercase hex digest of the whole file
 };
 
 class ShardWriter {
  public:
   // Errors: InvalidArgument for a pattern without a number placeholder or
   // non-positive limits; NotFound if the output directory does not exist.
-  static absl::StatusOr<std::unique_ptr<ShardWriter>> Create(
-      ShardWriterOptions options);
+  static absl::StatusOr<std::unique_ptr<ShardWriter>> Create(ShardWriterOptions options);
   ~ShardWriter();
 
   ShardWriter(const ShardWriter&) = delete;

@@ -11,8 +11,7 @@ std::string LoaderStats::Summary() const {
       "%.2f s, %d batches ready, %d slots, %d errors",
       num_samples_read, num_bytes_read / 1e6, num_shards_opened, num_batches,
       absl::ToDoubleSeconds(consumer_wait), absl::ToDoubleSeconds(read_busy),
-      absl::ToDoubleSeconds(decode_busy), ready_queue_depth,
-      batch_slots_created, num_errors);
+      absl::ToDoubleSeconds(decode_busy), ready_queue_depth, batch_slots_created, num_errors);
 }
 
 }  // namespace shardloader

@@ -9,8 +9,7 @@
 
 namespace shardloader {
 
-absl::Status WithContext(const absl::Status& status,
-                         const ErrorContext& context) {
+absl::Status WithContext(const absl::Status& status, const ErrorContext& context) {
   if (status.ok()) return status;
   const ErrorContext existing = GetContext(status);
   ErrorContext added;
@@ -25,10 +24,8 @@ absl::Status WithContext(const absl::Status& status,
   if (added.offset.has_value()) append(absl::StrCat("offset ", *added.offset));
   if (!added.key.empty()) append(absl::StrCat("sample ", added.key));
   if (where.empty()) return status;
-  absl::Status result(status.code(),
-                      absl::StrCat(status.message(), " (", where, ")"));
-  status.ForEachPayload([&result](absl::string_view type_url,
-                                  const absl::Cord& payload) {
+  absl::Status result(status.code(), absl::StrCat(status.message(), " (", where, ")"));
+  status.ForEachPayload([&result](absl::string_view type_url, const absl::Cord& payload) {
     result.SetPayload(type_url, payload);
   });
   if (!added.uri.empty()) result.SetPayload(kUriPayload, absl::Cord(added.uri));

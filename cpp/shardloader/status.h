@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace shardloader {
 
@@ -27,17 +27,16 @@ inline constexpr absl::string_view kKeyPayload = "shardloader/key";
 
 // Where in the input an error happened. Unset members are omitted.
 struct ErrorContext {
-  std::string uri;               // shard URI or path; empty if unknown
+  std::string uri;                // shard URI or path; empty if unknown
   std::optional<int64_t> offset;  // byte offset within the shard
-  std::string key;               // sample key; empty if unknown
+  std::string key;                // sample key; empty if unknown
 };
 
 // Returns `status` with `context` added: the message becomes
 // "<message> (shard <uri>, offset <n>, sample <key>)" and the context is
 // stored as payloads. Context already present in `status` is kept (the
 // innermost, most precise context wins). OK stays OK.
-absl::Status WithContext(const absl::Status& status,
-                         const ErrorContext& context);
+absl::Status WithContext(const absl::Status& status, const ErrorContext& context);
 
 // `status` with `prefix` put before its message, keeping its code and
 // payloads (context).
@@ -53,23 +52,24 @@ absl::Status ErrnoToStatus(int errno_value, absl::string_view what);
 
 }  // namespace shardloader
 
-#define SL_STATUS_CONCAT_INNER_(a, b) a##b
-#define SL_STATUS_CONCAT_(a, b) SL_STATUS_CONCAT_INNER_(a, b)
+#define SHARDLOADER_STATUS_CONCAT_INNER_(a, b) a##b
+#define SHARDLOADER_STATUS_CONCAT_(a, b) SHARDLOADER_STATUS_CONCAT_INNER_(a, b)
 
 // Returns from the current function if `expr` (an absl::Status) is not OK.
-#define SL_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    const ::absl::Status sl_status_ = (expr);     \
-    if (!sl_status_.ok()) return sl_status_;      \
+#define SHARDLOADER_RETURN_IF_ERROR(expr)                      \
+  do {                                                         \
+    const ::absl::Status shardloader_status_ = (expr);         \
+    if (!shardloader_status_.ok()) return shardloader_status_; \
   } while (0)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); returns its status on error,
 // otherwise moves the value into `lhs` (which may be a declaration).
-#define SL_ASSIGN_OR_RETURN(lhs, rexpr) \
-  SL_ASSIGN_OR_RETURN_IMPL_(SL_STATUS_CONCAT_(sl_statusor_, __LINE__), lhs, rexpr)
-#define SL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
-  auto statusor = (rexpr);                              \
-  if (!statusor.ok()) return std::move(statusor).status(); \
+#define SHARDLOADER_ASSIGN_OR_RETURN(lhs, rexpr)                                                  \
+  SHARDLOADER_ASSIGN_OR_RETURN_IMPL_(SHARDLOADER_STATUS_CONCAT_(shardloader_statusor_, __LINE__), \
+                                     lhs, rexpr)
+#define SHARDLOADER_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, rexpr) \
+  auto statusor = (rexpr);                                       \
+  if (!statusor.ok()) return std::move(statusor).status();       \
   lhs = std::move(statusor).value()
 
 #endif  // SHARDLOADER_STATUS_H_

@@ -19,8 +19,8 @@ using ::testing::HasSubstr;
 // Writes `num_samples` samples ("sNNNN" with .cls = index, .txt = key) into
 // shards of `per_shard` samples; returns the shard pattern for the Loader.
 std::string WriteDataset(const testing::TempDir& dir, int num_samples, int per_shard) {
-  auto writer = *ShardWriter::Create(
-      {.pattern = dir.Join("d-%04d.tar"), .max_samples_per_shard = per_shard});
+  auto writer =
+      *ShardWriter::Create({.pattern = dir.Join("d-%04d.tar"), .max_samples_per_shard = per_shard});
   for (int i = 0; i < num_samples; ++i) {
     char key[16];
     std::snprintf(key, sizeof(key), "s%04d", i);
@@ -52,8 +52,8 @@ std::vector<std::vector<int64_t>> Epoch(Loader& loader) {
 TEST(LoaderTest, YieldsEverySampleOnceWithMatchingFields) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 103, 10);
-  auto loader = Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                .batch_size = 8, .window_shards = 3});
+  auto loader = Loader::Create(
+      {.shards = {shards}, .fields = LabelAndText(), .batch_size = 8, .window_shards = 3});
   ASSERT_TRUE(loader.ok()) << loader.status();
   EXPECT_EQ(*(*loader)->NumBatches(), 13);
   std::set<int64_t> seen;
@@ -86,9 +86,12 @@ TEST(LoaderTest, OrderDependsOnSeedAndEpochNotOnThreads) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 200, 17);
   auto make = [&](int threads, int io_threads, uint64_t seed) {
-    return *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                            .batch_size = 16, .seed = seed,
-                            .window_shards = 3, .num_threads = threads,
+    return *Loader::Create({.shards = {shards},
+                            .fields = LabelAndText(),
+                            .batch_size = 16,
+                            .seed = seed,
+                            .window_shards = 3,
+                            .num_threads = threads,
                             .num_io_threads = io_threads});
   };
   auto one = make(1, 1, 5);
@@ -106,8 +109,8 @@ TEST(LoaderTest, OrderDependsOnSeedAndEpochNotOnThreads) {
 TEST(LoaderTest, NoShuffleKeepsShardOrder) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 30, 7);
-  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                 .batch_size = 30, .shuffle = false});
+  auto loader = *Loader::Create(
+      {.shards = {shards}, .fields = LabelAndText(), .batch_size = 30, .shuffle = false});
   const auto batches = Epoch(*loader);
   ASSERT_EQ(batches.size(), 1u);
   for (int64_t i = 0; i < 30; ++i) EXPECT_EQ(batches[0][i], i);
@@ -118,9 +121,12 @@ TEST(LoaderTest, DropLastAndRanksSplitTheData) {
   const std::string shards = WriteDataset(dir, 100, 10);
   std::set<int64_t> all;
   for (int rank = 0; rank < 2; ++rank) {
-    auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                   .batch_size = 7, .drop_last = true,
-                                   .rank = rank, .world_size = 2});
+    auto loader = *Loader::Create({.shards = {shards},
+                                   .fields = LabelAndText(),
+                                   .batch_size = 7,
+                                   .drop_last = true,
+                                   .rank = rank,
+                                   .world_size = 2});
     const auto batches = Epoch(*loader);
     // 7 global batches of 2 x 7; the short last one is dropped on both ranks.
     EXPECT_EQ(batches.size(), 7u);
@@ -138,8 +144,11 @@ TEST(LoaderTest, FewerShardsThanRanksStillGivesEveryRankEqualWork) {
   const std::string shards = WriteDataset(dir, 10, 10);  // one shard
   std::multiset<int64_t> all;
   for (int rank = 0; rank < 4; ++rank) {
-    auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                   .batch_size = 2, .rank = rank, .world_size = 4});
+    auto loader = *Loader::Create({.shards = {shards},
+                                   .fields = LabelAndText(),
+                                   .batch_size = 2,
+                                   .rank = rank,
+                                   .world_size = 4});
     const auto batches = Epoch(*loader);
     ASSERT_EQ(batches.size(), 2u);  // 12 padded positions: 2 + 1 per rank
     EXPECT_EQ(batches[1].size(), 1u);
@@ -152,8 +161,11 @@ TEST(LoaderTest, FewerShardsThanRanksStillGivesEveryRankEqualWork) {
 TEST(LoaderTest, ResumeYieldsExactlyTheRemainingBatches) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 150, 20);
-  const LoaderOptions options{.shards = {shards}, .fields = LabelAndText(),
-                              .batch_size = 8, .seed = 3, .epoch = 2,
+  const LoaderOptions options{.shards = {shards},
+                              .fields = LabelAndText(),
+                              .batch_size = 8,
+                              .seed = 3,
+                              .epoch = 2,
                               .window_shards = 2};
   auto full = *Loader::Create(options);
   const auto reference = Epoch(*full);
@@ -167,29 +179,29 @@ TEST(LoaderTest, ResumeYieldsExactlyTheRemainingBatches) {
   resumed->SetEpoch(2);  // as a training loop does; keeps the position
   EXPECT_EQ(*resumed->NumBatches(), static_cast<int64_t>(reference.size()) - 5);
   const auto rest = Epoch(*resumed);
-  EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(reference.begin() + 5,
-                                                   reference.end()));
+  EXPECT_EQ(rest, std::vector<std::vector<int64_t>>(reference.begin() + 5, reference.end()));
   // Only the remaining samples were read.
   EXPECT_EQ(resumed->Stats().num_samples_read, 150 - 40);
   // A state from another order is refused.
   LoaderOptions other = options;
   other.seed = 4;
-  EXPECT_EQ((*Loader::Create(other))->Resume(state).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*Loader::Create(other))->Resume(state).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(LoaderTest, SkipReplacesBadSamplesDeterministically) {
   testing::TempDir dir;
-  auto writer = *ShardWriter::Create({.pattern = dir.Join("mixed-%d.tar"),
-                                      .max_samples_per_shard = 10});
+  auto writer =
+      *ShardWriter::Create({.pattern = dir.Join("mixed-%d.tar"), .max_samples_per_shard = 10});
   for (int i = 0; i < 40; ++i) {
     const std::string label = i % 13 == 5 ? "bad" : std::to_string(i);
-    ASSERT_TRUE(writer->Write("k" + std::to_string(i),
-                              {{"cls", label}, {"txt", "t"}}).ok());
+    ASSERT_TRUE(writer->Write("k" + std::to_string(i), {{"cls", label}, {"txt", "t"}}).ok());
   }
   ASSERT_TRUE(writer->Close().ok());
-  LoaderOptions options{.shards = {dir.path()}, .fields = LabelAndText(),
-                        .batch_size = 6, .seed = 1, .on_error = OnError::kSkip,
+  LoaderOptions options{.shards = {dir.path()},
+                        .fields = LabelAndText(),
+                        .batch_size = 6,
+                        .seed = 1,
+                        .on_error = OnError::kSkip,
                         .max_errors = 10};
   auto loader = *Loader::Create(options);
   const auto first = Epoch(*loader);
@@ -216,8 +228,8 @@ TEST(LoaderTest, SkipReplacesBadSamplesDeterministically) {
 
 TEST(LoaderTest, MissingShardIsNotFoundNamingIt) {
   testing::TempDir dir;
-  auto loader = *Loader::Create({.shards = {dir.Join("nope-{0..1}.tar")},
-                                 .fields = LabelAndText()});
+  auto loader =
+      *Loader::Create({.shards = {dir.Join("nope-{0..1}.tar")}, .fields = LabelAndText()});
   absl::StatusOr<std::optional<Batch>> batch = loader->Next();
   ASSERT_FALSE(batch.ok());
   EXPECT_EQ(batch.status().code(), absl::StatusCode::kNotFound);
@@ -231,7 +243,8 @@ TEST(LoaderTest, BadLabelIsDataLossNamingShardOffsetAndKey) {
   ASSERT_TRUE(writer->Write("broken", {{"cls", "one"}, {"txt", "b"}}).ok());
   ASSERT_TRUE(writer->Close().ok());
   auto loader = *Loader::Create({.shards = {dir.Join("bad-0.tar")},
-                                 .fields = LabelAndText(), .batch_size = 2,
+                                 .fields = LabelAndText(),
+                                 .batch_size = 2,
                                  .shuffle = false});
   absl::StatusOr<std::optional<Batch>> batch = loader->Next();
   ASSERT_FALSE(batch.ok());
@@ -259,7 +272,8 @@ TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
   for (const bool memory_map : {true, false}) {
     SCOPED_TRACE(memory_map ? "memory-mapped" : "pread");
     auto loader = *Loader::Create({.shards = {dir.Join("huge-0.tar")},
-                                   .fields = LabelAndText(), .batch_size = 2,
+                                   .fields = LabelAndText(),
+                                   .batch_size = 2,
                                    .shuffle = false,
                                    .source = {.memory_map = memory_map}});
     absl::StatusOr<std::optional<Batch>> batch = loader->Next();
@@ -278,8 +292,7 @@ TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
 // space is rejected when the Loader is created.
 TEST(LoaderTest, AnNpyFieldTooLargeToAllocateIsAnErrorNotAnAbort) {
   testing::TempDir dir;
-  std::string header =
-      "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }";
   header.resize(117, ' ');
   header += '\n';
   std::string npy = std::string("\x93NUMPY\x01\x00", 8);
@@ -289,42 +302,42 @@ TEST(LoaderTest, AnNpyFieldTooLargeToAllocateIsAnErrorNotAnAbort) {
   auto writer = *ShardWriter::Create({.pattern = dir.Join("npy-%d.tar")});
   ASSERT_TRUE(writer->Write("k", {{"npy", npy}}).ok());
   ASSERT_TRUE(writer->Close().ok());
-  const FieldSpec huge{.name = "x", .extensions = {"npy"},
-                       .kind = FieldKind::kNpy, .dtype = DType::kFloat32,
+  const FieldSpec huge{.name = "x",
+                       .extensions = {"npy"},
+                       .kind = FieldKind::kNpy,
+                       .dtype = DType::kFloat32,
                        .shape = {1000000000000}};  // 4 TB a sample
-  auto loader = *Loader::Create({.shards = {dir.Join("npy-0.tar")},
-                                 .fields = {huge}, .shuffle = false});
+  auto loader =
+      *Loader::Create({.shards = {dir.Join("npy-0.tar")}, .fields = {huge}, .shuffle = false});
   absl::StatusOr<std::optional<Batch>> batch = loader->Next();
   ASSERT_FALSE(batch.ok());
   // ResourceExhausted where the allocation fails; DataLoss (the array is
   // shorter than its shape) where the system overcommits memory.
   EXPECT_THAT(batch.status().code(),
-              ::testing::AnyOf(absl::StatusCode::kResourceExhausted,
-                               absl::StatusCode::kDataLoss));
+              ::testing::AnyOf(absl::StatusCode::kResourceExhausted, absl::StatusCode::kDataLoss));
   EXPECT_THAT(std::string(batch.status().message()), HasSubstr("field 'x'"));
-  absl::StatusOr<std::unique_ptr<Loader>> too_large =
-      Loader::Create({.shards = {dir.Join("npy-0.tar")}, .fields = {huge},
-                      .batch_size = 1000, .shuffle = false});
+  absl::StatusOr<std::unique_ptr<Loader>> too_large = Loader::Create(
+      {.shards = {dir.Join("npy-0.tar")}, .fields = {huge}, .batch_size = 1000, .shuffle = false});
   EXPECT_EQ(too_large.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(too_large.status().message()),
-              HasSubstr("more than can be allocated"));
+  EXPECT_THAT(std::string(too_large.status().message()), HasSubstr("more than can be allocated"));
 }
 
 TEST(LoaderTest, RejectsBadOptions) {
   EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = {}}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(),
-                            .batch_size = 0})
+  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(), .batch_size = 0})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(),
-                            .rank = 2, .world_size = 2})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(),
-                            .on_error = OnError::kSkip, .max_error_fraction = 2})
+  EXPECT_EQ(
+      Loader::Create({.shards = {"x.tar"}, .fields = LabelAndText(), .rank = 2, .world_size = 2})
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Loader::Create({.shards = {"x.tar"},
+                            .fields = LabelAndText(),
+                            .on_error = OnError::kSkip,
+                            .max_error_fraction = 2})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -333,8 +346,8 @@ TEST(LoaderTest, RejectsBadOptions) {
 TEST(LoaderTest, WarmLoaderReusesBatchMemory) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 400, 50);
-  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                 .batch_size = 4, .prefetch_batches = 2});
+  auto loader = *Loader::Create(
+      {.shards = {shards}, .fields = LabelAndText(), .batch_size = 4, .prefetch_batches = 2});
   std::set<const void*> buffers;
   while (true) {
     absl::StatusOr<std::optional<Batch>> batch = loader->Next();
@@ -349,8 +362,7 @@ TEST(LoaderTest, WarmLoaderReusesBatchMemory) {
 TEST(LoaderTest, StatsCountWhatHappened) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 60, 20);
-  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                 .batch_size = 8});
+  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(), .batch_size = 8});
   EXPECT_EQ(Epoch(*loader).size(), 8u);
   const LoaderStats stats = loader->Stats();
   EXPECT_EQ(stats.num_shards_opened, 3);
@@ -367,8 +379,8 @@ TEST(LoaderTest, StatsCountWhatHappened) {
 TEST(LoaderTest, CloseEndsIterationAndBatchesOutliveTheLoader) {
   testing::TempDir dir;
   const std::string shards = WriteDataset(dir, 50, 10);
-  auto loader = *Loader::Create({.shards = {shards}, .fields = LabelAndText(),
-                                 .batch_size = 5, .shuffle = false});
+  auto loader = *Loader::Create(
+      {.shards = {shards}, .fields = LabelAndText(), .batch_size = 5, .shuffle = false});
   std::optional<Batch> kept = **loader->Next();
   loader->Close();
   EXPECT_EQ(loader->Next().status().code(), absl::StatusCode::kFailedPrecondition);

@@ -20,14 +20,13 @@ TEST(ShardPathTest, PrintfAndOpenBracePatterns) {
   EXPECT_EQ(*ShardPath("out/train-%d.tar", 12), "out/train-12.tar");
   EXPECT_EQ(*ShardPath("out/train-{0000..}.tar", 12), "out/train-0012.tar");
   EXPECT_EQ(*ShardPath("out/train-{0100..}.tar", 1), "out/train-0101.tar");
-  EXPECT_EQ(ShardPath("out/train.tar", 0).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ShardPath("out/train.tar", 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ShardWriterTest, RollsShardsByCountAndWritesAnIndex) {
   testing::TempDir dir;
-  auto writer = ShardWriter::Create(
-      {.pattern = dir.Join("s-%03d.tar"), .max_samples_per_shard = 3});
+  auto writer =
+      ShardWriter::Create({.pattern = dir.Join("s-%03d.tar"), .max_samples_per_shard = 3});
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (int i = 0; i < 7; ++i) {
     ASSERT_TRUE((*writer)
@@ -41,8 +40,7 @@ TEST(ShardWriterTest, RollsShardsByCountAndWritesAnIndex) {
   EXPECT_EQ(shards[0].path, dir.Join("s-000.tar"));
   EXPECT_EQ(shards[2].num_samples, 1);
   EXPECT_EQ(shards[0].sha256.size(), 64u);
-  EXPECT_EQ(shards[1].size_bytes,
-            static_cast<int64_t>(std::filesystem::file_size(shards[1].path)));
+  EXPECT_EQ(shards[1].size_bytes, static_cast<int64_t>(std::filesystem::file_size(shards[1].path)));
   const std::string index = testing::ReadFile(dir.Join("index.json"));
   EXPECT_THAT(index, HasSubstr("\"num_samples\": 7"));
   EXPECT_THAT(index, HasSubstr(shards[2].sha256));
@@ -65,8 +63,8 @@ TEST(ShardWriterTest, RollsShardsByCountAndWritesAnIndex) {
 
 TEST(ShardWriterTest, RollsShardsBySize) {
   testing::TempDir dir;
-  auto writer = *ShardWriter::Create(
-      {.pattern = dir.Join("s-%03d.tar"), .max_size_bytes = 10 * 1024});
+  auto writer =
+      *ShardWriter::Create({.pattern = dir.Join("s-%03d.tar"), .max_size_bytes = 10 * 1024});
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(writer->Write("k" + std::to_string(i), {{"bin", std::string(3000, 'x')}}).ok());
   }

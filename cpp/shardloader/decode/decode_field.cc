@@ -9,11 +9,11 @@
 
 namespace shardloader {
 
-absl::Status DecodeField(const FieldSpec& spec, std::string_view data,
-                         uint64_t sample_seed, uint8_t* dst) {
+absl::Status DecodeField(const FieldSpec& spec, std::string_view data, uint64_t sample_seed,
+                         uint8_t* dst) {
   switch (spec.kind) {
     case FieldKind::kInt: {
-      SL_ASSIGN_OR_RETURN(const int64_t label, ParseIntLabel(data));
+      SHARDLOADER_ASSIGN_OR_RETURN(const int64_t label, ParseIntLabel(data));
       std::memcpy(dst, &label, sizeof(label));
       return absl::OkStatus();
     }

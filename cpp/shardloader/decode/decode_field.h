@@ -24,8 +24,8 @@ namespace shardloader {
 // are. `sample_seed` drives random augmentations (SampleAugmentationSeed in
 // plan/epoch_order.h). Errors: DataLoss or InvalidArgument from the decoder,
 // without sample context (the caller adds shard, offset and key).
-absl::Status DecodeField(const FieldSpec& spec, std::string_view data,
-                         uint64_t sample_seed, uint8_t* dst);
+absl::Status DecodeField(const FieldSpec& spec, std::string_view data, uint64_t sample_seed,
+                         uint8_t* dst);
 
 }  // namespace shardloader
 

@@ -14,8 +14,7 @@ namespace shardloader {
 namespace {
 
 absl::Status Invalid(const FieldSpec& field, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("field '", field.name, "': ", why));
+  return absl::InvalidArgumentError(absl::StrCat("field '", field.name, "': ", why));
 }
 
 // Why `extension` cannot be matched against sample members, or "" if it is
@@ -37,8 +36,7 @@ std::string ExtensionProblem(const std::string& extension) {
   }
   if (extension.front() == '.' || extension.back() == '.' ||
       extension.find("..") != std::string::npos) {
-    return absl::StrCat("extension '", extension,
-                        "' must be written without the dot (e.g. 'jpg')");
+    return absl::StrCat("extension '", extension, "' must be written without the dot (e.g. 'jpg')");
   }
   return "";
 }
@@ -92,12 +90,12 @@ absl::Status FieldSpec::ValidateBatch(int64_t batch_size) const {
   }
   too_large = too_large || batch_size > kMaxFieldBatchBytes / bytes;
   if (!too_large) return absl::OkStatus();
-  return Invalid(*this, absl::StrCat(
-      batch_size == 1 ? "one sample" : absl::StrCat("a batch of ", batch_size,
-                                                    " samples"),
-      " of shape (", absl::StrJoin(sample_shape(), ", "), ") ",
-      std::string(DTypeName(batch_dtype())), " needs more than ",
-      kMaxFieldBatchBytes, " bytes, more than can be allocated"));
+  return Invalid(*this,
+                 absl::StrCat(batch_size == 1 ? "one sample"
+                                              : absl::StrCat("a batch of ", batch_size, " samples"),
+                              " of shape (", absl::StrJoin(sample_shape(), ", "), ") ",
+                              std::string(DTypeName(batch_dtype())), " needs more than ",
+                              kMaxFieldBatchBytes, " bytes, more than can be allocated"));
 }
 
 absl::Status FieldSpec::Validate() const {
@@ -112,12 +110,11 @@ absl::Status FieldSpec::Validate() const {
   if (kind == FieldKind::kNpy) {
     for (const int64_t dim : shape) {
       if (dim <= 0) {
-        return Invalid(*this,
-                       absl::StrCat("shape (", absl::StrJoin(shape, ", "),
-                                    ") must have positive dimensions"));
+        return Invalid(*this, absl::StrCat("shape (", absl::StrJoin(shape, ", "),
+                                           ") must have positive dimensions"));
       }
     }
-    SL_RETURN_IF_ERROR(ValidateBatch(1));
+    SHARDLOADER_RETURN_IF_ERROR(ValidateBatch(1));
   }
   if (kind == FieldKind::kImage) {
     const absl::Status status = ValidateImageOptions(image);

@@ -36,14 +36,12 @@ struct FieldSpec {
   std::string name;                     // key in the batch
   std::vector<std::string> extensions;  // lowercase, without the dot
   FieldKind kind = FieldKind::kBytes;
-  DType dtype = DType::kUInt8;          // kNpy only
-  std::vector<int64_t> shape;           // kNpy only: per-sample shape
-  ImageOptions image;                   // kImage only
+  DType dtype = DType::kUInt8;  // kNpy only
+  std::vector<int64_t> shape;   // kNpy only: per-sample shape
+  ImageOptions image;           // kImage only
 
   // True for kBytes and kText, whose values are ragged.
-  bool ragged() const {
-    return kind == FieldKind::kBytes || kind == FieldKind::kText;
-  }
+  bool ragged() const { return kind == FieldKind::kBytes || kind == FieldKind::kText; }
   // Element type of the batch tensor (the values tensor if ragged).
   DType batch_dtype() const;
   // Shape of one sample's value (empty for ragged and scalar fields).

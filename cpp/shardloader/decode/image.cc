@@ -1,17 +1,16 @@
 #include "shardloader/decode/image.h"
 
 // jpeglib.h needs FILE and size_t declared first.
-#include <cstddef>
-#include <cstdio>
-
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 #include <png.h>
 
 #include <algorithm>
 #include <cmath>
 #include <csetjmp>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -54,9 +53,7 @@ constexpr uint64_t kFlipStream = 0x666c6970;  // "flip"
 constexpr int kMaxJpegScans = 500;
 
 // A uniform double in [0, 1) from the top 53 bits of the generator.
-double UniformUnit(Rng& rng) {
-  return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53;
-}
+double UniformUnit(Rng& rng) { return static_cast<double>(rng.Next() >> 11) * 0x1.0p-53; }
 
 // Python's round(): to the nearest integer, ties to even.
 double RoundHalfToEven(double x) {
@@ -100,10 +97,10 @@ struct Scratch {
   }
 
   JpegDecoder jpeg;
-  std::vector<uint8_t> decoded;     // decoded pixels, RGB (or CMYK) rows
-  std::vector<uint8_t> spare_row;   // a JPEG row read only to be checked
+  std::vector<uint8_t> decoded;      // decoded pixels, RGB (or CMYK) rows
+  std::vector<uint8_t> spare_row;    // a JPEG row read only to be checked
   std::vector<unsigned char*> rows;  // row pointers for the codecs
-  Axis x_axis;                      // the resampling filters
+  Axis x_axis;                       // the resampling filters
   Axis y_axis;
   internal_resample::ResampleScratch resample;
 };
@@ -151,27 +148,26 @@ struct Region {
 // The region that the output samples, in the coordinates of a width x height
 // decode (possibly DCT-scaled) of a full_width x full_height image. `box` is
 // the kRandomResizedCrop box in full-resolution pixels.
-Region SourceRegion(const ImageOptions& options, const CropBox& box,
-                    int full_width, int full_height, int width, int height) {
+Region SourceRegion(const ImageOptions& options, const CropBox& box, int full_width,
+                    int full_height, int width, int height) {
   switch (options.resize) {
     case ResizeMode::kStretch:
       break;
     case ResizeMode::kCenterCrop: {
       // The largest centered region of the output's aspect ratio: resizing
       // the shorter side and cropping, in one pass.
-      const double scale =
-          std::max(static_cast<double>(options.width) / width,
-                   static_cast<double>(options.height) / height);
+      const double scale = std::max(static_cast<double>(options.width) / width,
+                                    static_cast<double>(options.height) / height);
       const double region_width = options.width / scale;
       const double region_height = options.height / scale;
-      return {(width - region_width) / 2, (height - region_height) / 2,
-              (width + region_width) / 2, (height + region_height) / 2};
+      return {(width - region_width) / 2, (height - region_height) / 2, (width + region_width) / 2,
+              (height + region_height) / 2};
     }
     case ResizeMode::kRandomResizedCrop: {
       const double x_scale = static_cast<double>(width) / full_width;
       const double y_scale = static_cast<double>(height) / full_height;
-      return {box.x * x_scale, box.y * y_scale,
-              (box.x + box.width) * x_scale, (box.y + box.height) * y_scale};
+      return {box.x * x_scale, box.y * y_scale, (box.x + box.width) * x_scale,
+              (box.y + box.height) * y_scale};
     }
   }
   return {0, 0, static_cast<double>(width), static_cast<double>(height)};
@@ -199,8 +195,8 @@ struct Plan {
 // whole image, or for kRandomResizedCrop only the crop, which is then an
 // image of its own (torchvision crops, then resizes): the crop's pixels are
 // those that the region covers, even partly.
-Plan PlanOutput(const Region& region, const ImageOptions& options, int width,
-                int height, Scratch& scratch) {
+Plan PlanOutput(const Region& region, const ImageOptions& options, int width, int height,
+                Scratch& scratch) {
   Plan plan;
   if (std::abs(region.width() - options.width) < kEpsilon &&
       std::abs(region.height() - options.height) < kEpsilon) {
@@ -214,10 +210,8 @@ Plan PlanOutput(const Region& region, const ImageOptions& options, int width,
   Span x_bounds{0, width};
   Span y_bounds{0, height};
   if (options.resize == ResizeMode::kRandomResizedCrop) {
-    x_bounds = {std::max(0, FloorInt(region.x0)),
-                std::min(width, CeilInt(region.x1))};
-    y_bounds = {std::max(0, FloorInt(region.y0)),
-                std::min(height, CeilInt(region.y1))};
+    x_bounds = {std::max(0, FloorInt(region.x0)), std::min(width, CeilInt(region.x1))};
+    y_bounds = {std::max(0, FloorInt(region.y0)), std::min(height, CeilInt(region.y1))};
   }
   BuildAxis(region.x0, region.x1, x_bounds, options.width, &scratch.x_axis);
   BuildAxis(region.y0, region.y1, y_bounds, options.height, &scratch.y_axis);
@@ -227,10 +221,9 @@ Plan PlanOutput(const Region& region, const ImageOptions& options, int width,
 }
 
 absl::Status TooLarge(int64_t width, int64_t height) {
-  return absl::DataLossError(
-      absl::StrCat("image of ", width, "x", height,
-                   " pixels is too large to decode (at most ", kMaxPixels,
-                   " pixels)"));
+  return absl::DataLossError(absl::StrCat("image of ", width, "x", height,
+                                          " pixels is too large to decode (at most ", kMaxPixels,
+                                          " pixels)"));
 }
 
 bool StartsWith(std::string_view bytes, std::string_view magic) {
@@ -257,12 +250,10 @@ void JpegMessage(j_common_ptr cinfo, int msg_level) {
 
 void JpegProgress(j_common_ptr cinfo) {
   if (cinfo->is_decompressor &&
-      reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number >
-          kMaxJpegScans) {
+      reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number > kMaxJpegScans) {
     auto* error = reinterpret_cast<JpegErrorManager*>(cinfo->err);
     std::snprintf(error->message, sizeof(error->message),
-                  "Progressive JPEG image has more than %d scans",
-                  kMaxJpegScans);
+                  "Progressive JPEG image has more than %d scans", kMaxJpegScans);
     std::longjmp(error->jump, 1);
   }
 }
@@ -281,8 +272,7 @@ bool JpegReadHeader(JpegDecoder* decoder, std::string_view encoded) {
     cinfo->progress = &decoder->progress;
     decoder->created = true;
   }
-  jpeg_mem_src(cinfo, reinterpret_cast<const unsigned char*>(encoded.data()),
-               encoded.size());
+  jpeg_mem_src(cinfo, reinterpret_cast<const unsigned char*>(encoded.data()), encoded.size());
   jpeg_read_header(cinfo, TRUE);
   decoder->multiple_scans = jpeg_has_multiple_scans(cinfo);
   return true;
@@ -290,13 +280,13 @@ bool JpegReadHeader(JpegDecoder* decoder, std::string_view encoded) {
 
 // Which part of the scaled image JpegReadRows decodes, and where to.
 struct JpegRows {
-  JDIMENSION width = 0;   // expected scaled image size
+  JDIMENSION width = 0;  // expected scaled image size
   JDIMENSION height = 0;
-  JDIMENSION x0 = 0;      // columns [x0, x1) and rows [y0, y1) wanted
+  JDIMENSION x0 = 0;  // columns [x0, x1) and rows [y0, y1) wanted
   JDIMENSION x1 = 0;
   JDIMENSION y0 = 0;
   JDIMENSION y1 = 0;
-  unsigned char** rows = nullptr;    // y1 - y0 row pointers
+  unsigned char** rows = nullptr;      // y1 - y0 row pointers
   unsigned char* spare_row = nullptr;  // one row of the full scaled width
   // Set by JpegReadRows: the decoded columns are [x_offset, x_offset +
   // decoded_width), each row starting at its row pointer. libjpeg widens
@@ -317,12 +307,10 @@ bool JpegReadRows(JpegDecoder* decoder, JpegRows* read) {
   j_decompress_ptr cinfo = &decoder->cinfo;
   if (setjmp(decoder->error.jump)) return false;
   jpeg_start_decompress(cinfo);
-  if (cinfo->output_width != read->width ||
-      cinfo->output_height != read->height) {
+  if (cinfo->output_width != read->width || cinfo->output_height != read->height) {
     std::snprintf(decoder->error.message, sizeof(decoder->error.message),
-                  "unexpected scaled size %ux%u (expected %ux%u)",
-                  cinfo->output_width, cinfo->output_height, read->width,
-                  read->height);
+                  "unexpected scaled size %ux%u (expected %ux%u)", cinfo->output_width,
+                  cinfo->output_height, read->width, read->height);
     return false;
   }
   read->x_offset = read->x0;
@@ -359,20 +347,18 @@ bool JpegReadRows(JpegDecoder* decoder, JpegRows* read) {
 bool PartialDecodingIsExact(const jpeg_decompress_struct& cinfo) {
   const jpeg_component_info* components = cinfo.comp_info;
   for (int i = 1; i < cinfo.num_components; ++i) {
-    if (components[i].h_samp_factor != 1 ||
-        components[i].v_samp_factor != 1) {
+    if (components[i].h_samp_factor != 1 || components[i].v_samp_factor != 1) {
       return false;
     }
   }
   const int h = components[0].h_samp_factor;
   const int v = components[0].v_samp_factor;
-  return cinfo.num_components == 1 ||
-         ((h == 1 || h == 2) && (v == 1 || v == 2)) || (h == 4 && v == 1);
+  return cinfo.num_components == 1 || ((h == 1 || h == 2) && (v == 1 || v == 2)) ||
+         (h == 4 && v == 1);
 }
 
 absl::Status JpegError(const JpegDecoder& decoder) {
-  return absl::DataLossError(
-      absl::StrCat("JPEG decode failed: ", decoder.error.message));
+  return absl::DataLossError(absl::StrCat("JPEG decode failed: ", decoder.error.message));
 }
 
 // Converts `num_pixels` CMYK pixels to RGB in place. libjpeg stores CMYK as
@@ -393,23 +379,20 @@ void CmykToRgbInPlace(uint8_t* pixels, size_t num_pixels) {
 // output needs, at the smallest DCT scale at which the region still covers
 // the output, and plans the output from it. Writes straight to `direct`
 // (the caller's HWC output, or null) when the decoded image is the output.
-absl::Status DecodeJpegRegion(const ImageOptions& options, uint64_t seed,
-                              uint8_t* direct, Scratch& scratch, Pixels* out,
-                              Plan* plan) {
+absl::Status DecodeJpegRegion(const ImageOptions& options, uint64_t seed, uint8_t* direct,
+                              Scratch& scratch, Pixels* out, Plan* plan) {
   JpegDecoder& decoder = scratch.jpeg;
   jpeg_decompress_struct& cinfo = decoder.cinfo;
   const int full_width = static_cast<int>(cinfo.image_width);
   const int full_height = static_cast<int>(cinfo.image_height);
   // Multi-scan JPEGs keep the coefficients of the whole full-size image in
   // memory, whatever the scale.
-  if (decoder.multiple_scans &&
-      int64_t{full_width} * full_height > kMaxPixels) {
+  if (decoder.multiple_scans && int64_t{full_width} * full_height > kMaxPixels) {
     return TooLarge(full_width, full_height);
   }
-  const CropBox box =
-      options.resize == ResizeMode::kRandomResizedCrop
-          ? SampleRandomResizedCrop(full_width, full_height, options, seed)
-          : CropBox{0, 0, full_width, full_height};
+  const CropBox box = options.resize == ResizeMode::kRandomResizedCrop
+                          ? SampleRandomResizedCrop(full_width, full_height, options, seed)
+                          : CropBox{0, 0, full_width, full_height};
 
   // The smallest scale k / 8 whose region covers the output, k a power of
   // two: libjpeg-turbo has SIMD inverse DCTs for 8/8 and the reduced 4/8,
@@ -434,8 +417,7 @@ absl::Status DecodeJpegRegion(const ImageOptions& options, uint64_t seed,
   if (int64_t{width} * height > kMaxPixels) return TooLarge(width, height);
   cinfo.scale_num = static_cast<unsigned int>(eighths);
   cinfo.scale_denom = 8;
-  const bool cmyk =
-      cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   // libjpeg-turbo converts grayscale to RGB too.
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   const int channels = cmyk ? 4 : kChannels;
@@ -453,11 +435,10 @@ absl::Status DecodeJpegRegion(const ImageOptions& options, uint64_t seed,
     rows = {0, height};
   }
   const int num_rows = rows.end - rows.begin;
-  const bool to_direct = direct != nullptr && !cmyk && plan->copy &&
-                         width == options.width && height == options.height;
+  const bool to_direct = direct != nullptr && !cmyk && plan->copy && width == options.width &&
+                         height == options.height;
   const size_t row_bytes = static_cast<size_t>(width) * channels;
-  uint8_t* pixels =
-      to_direct ? direct : Reserve(scratch.decoded, row_bytes * num_rows);
+  uint8_t* pixels = to_direct ? direct : Reserve(scratch.decoded, row_bytes * num_rows);
   if (scratch.rows.size() < static_cast<size_t>(num_rows)) {
     scratch.rows.resize(num_rows);
   }
@@ -490,9 +471,8 @@ absl::Status DecodeJpegRegion(const ImageOptions& options, uint64_t seed,
   return absl::OkStatus();
 }
 
-absl::Status DecodeJpeg(std::string_view encoded, const ImageOptions& options,
-                        uint64_t seed, uint8_t* direct, Scratch& scratch,
-                        Pixels* out, Plan* plan) {
+absl::Status DecodeJpeg(std::string_view encoded, const ImageOptions& options, uint64_t seed,
+                        uint8_t* direct, Scratch& scratch, Pixels* out, Plan* plan) {
   absl::Status status;
   if (!JpegReadHeader(&scratch.jpeg, encoded)) {
     status = JpegError(scratch.jpeg);
@@ -538,10 +518,9 @@ void PngWarn(png_structp, png_const_charp) {}
 // libpng reports errors by longjmp to the setjmp below, so no object with a
 // destructor may live in this frame, and nothing assigned after setjmp is
 // read after the jump.
-bool ReadPng(PngInput* input, const ImageOptions& options, uint8_t* direct,
-             Scratch& scratch, Pixels* out) {
-  png_structp png =
-      png_create_read_struct(PNG_LIBPNG_VER_STRING, input, PngFail, PngWarn);
+bool ReadPng(PngInput* input, const ImageOptions& options, uint8_t* direct, Scratch& scratch,
+             Pixels* out) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, input, PngFail, PngWarn);
   if (png == nullptr) {
     std::snprintf(input->error, sizeof(input->error), "out of memory");
     return false;
@@ -604,25 +583,22 @@ bool ReadPng(PngInput* input, const ImageOptions& options, uint8_t* direct,
 }
 
 // Decodes the whole PNG and plans the output from it.
-absl::Status DecodePng(std::string_view encoded, const ImageOptions& options,
-                       uint64_t seed, uint8_t* direct, Scratch& scratch,
-                       Pixels* out, Plan* plan) {
+absl::Status DecodePng(std::string_view encoded, const ImageOptions& options, uint64_t seed,
+                       uint8_t* direct, Scratch& scratch, Pixels* out, Plan* plan) {
   PngInput input;
   input.bytes = encoded;
   // A random crop is a part of the image, never the image in place.
   if (options.resize == ResizeMode::kRandomResizedCrop) direct = nullptr;
   if (!ReadPng(&input, options, direct, scratch, out)) {
-    return absl::DataLossError(
-        absl::StrCat("PNG decode failed: ", input.error));
+    return absl::DataLossError(absl::StrCat("PNG decode failed: ", input.error));
   }
   const int width = out->width;
   const int height = out->height;
-  const CropBox box =
-      options.resize == ResizeMode::kRandomResizedCrop
-          ? SampleRandomResizedCrop(width, height, options, seed)
-          : CropBox{0, 0, width, height};
-  *plan = PlanOutput(SourceRegion(options, box, width, height, width, height),
-                     options, width, height, scratch);
+  const CropBox box = options.resize == ResizeMode::kRandomResizedCrop
+                          ? SampleRandomResizedCrop(width, height, options, seed)
+                          : CropBox{0, 0, width, height};
+  *plan = PlanOutput(SourceRegion(options, box, width, height, width, height), options, width,
+                     height, scratch);
   return absl::OkStatus();
 }
 
@@ -630,13 +606,12 @@ absl::Status DecodePng(std::string_view encoded, const ImageOptions& options,
 
 // Writes the height x width RGB pixels at `pixels` (rows `row_bytes` apart)
 // to `dst` in `layout`.
-void CopyOut(const uint8_t* pixels, size_t row_bytes, int width, int height,
-             Layout layout, uint8_t* dst) {
+void CopyOut(const uint8_t* pixels, size_t row_bytes, int width, int height, Layout layout,
+             uint8_t* dst) {
   const size_t out_row_bytes = static_cast<size_t>(width) * kChannels;
   if (layout == Layout::kHWC) {
     for (int y = 0; y < height; ++y) {
-      std::memcpy(dst + y * out_row_bytes, pixels + y * row_bytes,
-                  out_row_bytes);
+      std::memcpy(dst + y * out_row_bytes, pixels + y * row_bytes, out_row_bytes);
     }
     return;
   }
@@ -674,14 +649,12 @@ void MirrorInPlace(uint8_t* pixels, int width, int height, Layout layout) {
 
 // Writes the planned output to `dst` at the output size and layout,
 // mirrored left-right if `mirror`.
-void Store(const Pixels& src, const Plan& plan, const ImageOptions& options,
-           bool mirror, Scratch& scratch, uint8_t* dst) {
+void Store(const Pixels& src, const Plan& plan, const ImageOptions& options, bool mirror,
+           Scratch& scratch, uint8_t* dst) {
   if (src.data == dst || plan.copy) {
     if (src.data != dst) {  // else decoded in place
-      CopyOut(src.data + (plan.copy_y - src.y) * src.stride +
-                  (plan.copy_x - src.x) * kChannels,
-              src.stride, options.width, options.height, options.layout,
-              dst);
+      CopyOut(src.data + (plan.copy_y - src.y) * src.stride + (plan.copy_x - src.x) * kChannels,
+              src.stride, options.width, options.height, options.layout, dst);
     }
     if (mirror) {
       MirrorInPlace(dst, options.width, options.height, options.layout);
@@ -700,15 +673,13 @@ void Store(const Pixels& src, const Plan& plan, const ImageOptions& options,
     out.row_stride = options.width;
     out.plane_stride = static_cast<size_t>(options.width) * options.height;
   }
-  internal_resample::Resample({src.data, src.stride, src.x, src.y},
-                              scratch.x_axis, scratch.y_axis,
+  internal_resample::Resample({src.data, src.stride, src.x, src.y}, scratch.x_axis, scratch.y_axis,
                               scratch.resample, out);
 }
 
 }  // namespace
 
-CropBox SampleRandomResizedCrop(int width, int height,
-                                const ImageOptions& options, uint64_t seed) {
+CropBox SampleRandomResizedCrop(int width, int height, const ImageOptions& options, uint64_t seed) {
   if (width <= 0 || height <= 0) {
     return {0, 0, std::max(width, 0), std::max(height, 0)};
   }
@@ -718,10 +689,9 @@ CropBox SampleRandomResizedCrop(int width, int height,
   const double log_max_ratio = std::log(options.max_ratio);
   for (int attempt = 0; attempt < kCropAttempts; ++attempt) {
     const double target_area =
-        area * (options.min_scale +
-                (options.max_scale - options.min_scale) * UniformUnit(rng));
-    const double aspect_ratio = std::exp(
-        log_min_ratio + (log_max_ratio - log_min_ratio) * UniformUnit(rng));
+        area * (options.min_scale + (options.max_scale - options.min_scale) * UniformUnit(rng));
+    const double aspect_ratio =
+        std::exp(log_min_ratio + (log_max_ratio - log_min_ratio) * UniformUnit(rng));
     // Compared as doubles first, so that no out-of-range value is converted.
     const double w = RoundHalfToEven(std::sqrt(target_area * aspect_ratio));
     const double h = RoundHalfToEven(std::sqrt(target_area / aspect_ratio));
@@ -740,13 +710,11 @@ CropBox SampleRandomResizedCrop(int width, int height,
   CropBox box{0, 0, width, height};
   const double in_ratio = static_cast<double>(width) / height;
   if (in_ratio < options.min_ratio) {
-    box.height = static_cast<int>(std::clamp(
-        RoundHalfToEven(width / options.min_ratio), 1.0,
-        static_cast<double>(height)));
+    box.height = static_cast<int>(
+        std::clamp(RoundHalfToEven(width / options.min_ratio), 1.0, static_cast<double>(height)));
   } else if (in_ratio > options.max_ratio) {
-    box.width = static_cast<int>(std::clamp(
-        RoundHalfToEven(height * options.max_ratio), 1.0,
-        static_cast<double>(width)));
+    box.width = static_cast<int>(
+        std::clamp(RoundHalfToEven(height * options.max_ratio), 1.0, static_cast<double>(width)));
   }
   box.y = (height - box.height) / 2;
   box.x = (width - box.width) / 2;
@@ -760,53 +728,49 @@ bool SampleHorizontalFlip(uint64_t seed) {
 
 absl::Status ValidateImageOptions(const ImageOptions& options) {
   if (options.height <= 0 || options.width <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("image size must be positive, got height ",
-                     options.height, " and width ", options.width));
+    return absl::InvalidArgumentError(absl::StrCat("image size must be positive, got height ",
+                                                   options.height, " and width ", options.width));
   }
   if (int64_t{options.height} * options.width > kMaxPixels) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("image size ", options.height, "x", options.width,
-                     " is too large (at most ", kMaxPixels, " pixels)"));
+    return absl::InvalidArgumentError(absl::StrCat("image size ", options.height, "x",
+                                                   options.width, " is too large (at most ",
+                                                   kMaxPixels, " pixels)"));
   }
   if (options.resize == ResizeMode::kRandomResizedCrop) {
     // Written so that NaN fails every test.
     if (!(options.min_scale > 0 && options.min_scale <= options.max_scale &&
           std::isfinite(options.max_scale))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "random resized crop scale range must satisfy 0 < min <= max, got [",
-          options.min_scale, ", ", options.max_scale, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("random resized crop scale range must satisfy 0 < min <= max, got [",
+                       options.min_scale, ", ", options.max_scale, "]"));
     }
     if (!(options.min_ratio > 0 && options.min_ratio <= options.max_ratio &&
           std::isfinite(options.max_ratio))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "random resized crop ratio range must satisfy 0 < min <= max, got [",
-          options.min_ratio, ", ", options.max_ratio, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("random resized crop ratio range must satisfy 0 < min <= max, got [",
+                       options.min_ratio, ", ", options.max_ratio, "]"));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options,
-                         uint64_t seed, uint8_t* dst) {
-  SL_RETURN_IF_ERROR(ValidateImageOptions(options));
+absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options, uint64_t seed,
+                         uint8_t* dst) {
+  SHARDLOADER_RETURN_IF_ERROR(ValidateImageOptions(options));
   Scratch& scratch = ThreadScratch();
   uint8_t* direct = options.layout == Layout::kHWC ? dst : nullptr;
   Pixels pixels;
   Plan plan;
   absl::Status status;
   if (StartsWith(encoded, "\xFF\xD8\xFF")) {
-    status =
-        DecodeJpeg(encoded, options, seed, direct, scratch, &pixels, &plan);
+    status = DecodeJpeg(encoded, options, seed, direct, scratch, &pixels, &plan);
   } else if (StartsWith(encoded, "\x89PNG\r\n\x1A\n")) {
-    status =
-        DecodePng(encoded, options, seed, direct, scratch, &pixels, &plan);
+    status = DecodePng(encoded, options, seed, direct, scratch, &pixels, &plan);
   } else {
     return absl::DataLossError("not a JPEG or PNG image");
   }
   if (status.ok()) {
-    Store(pixels, plan, options,
-          options.random_flip && SampleHorizontalFlip(seed), scratch, dst);
+    Store(pixels, plan, options, options.random_flip && SampleHorizontalFlip(seed), scratch, dst);
   }
   ReleaseIfHuge(scratch.decoded);
   ReleaseIfHuge(scratch.spare_row);

@@ -113,8 +113,7 @@ struct CropBox {
 // numbers come from torch's generator, not this one. Pure: the same
 // arguments always give the same box, which lies inside the image. Uses
 // only the min/max scale and ratio fields of `options`.
-CropBox SampleRandomResizedCrop(int width, int height,
-                                const ImageOptions& options, uint64_t seed);
+CropBox SampleRandomResizedCrop(int width, int height, const ImageOptions& options, uint64_t seed);
 
 // Whether DecodeImage mirrors the output for `seed` when options.random_flip
 // is set: true for about half of the seeds, independently of the crop box.
@@ -135,8 +134,8 @@ absl::Status ValidateImageOptions(const ImageOptions& options);
 // InvalidArgument for a non-positive size or one over 2^28 pixels, and for
 // kRandomResizedCrop with a scale or ratio range that is not finite,
 // positive and ordered.
-absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options,
-                         uint64_t seed, uint8_t* dst);
+absl::Status DecodeImage(std::string_view encoded, const ImageOptions& options, uint64_t seed,
+                         uint8_t* dst);
 
 }  // namespace shardloader
 

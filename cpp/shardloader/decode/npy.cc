@@ -63,14 +63,14 @@ class HeaderParser {
       SkipSpace();
       if (Consume('}')) break;
       PyValue key;
-      SL_RETURN_IF_ERROR(ParseValue(/*depth=*/1, &key));
+      SHARDLOADER_RETURN_IF_ERROR(ParseValue(/*depth=*/1, &key));
       if (key.kind != PyValue::Kind::kString) {
         return Malformed("dict keys must be strings");
       }
       SkipSpace();
       if (!Consume(':')) return Malformed("expected ':' after a key");
       PyValue value;
-      SL_RETURN_IF_ERROR(ParseValue(/*depth=*/1, &value));
+      SHARDLOADER_RETURN_IF_ERROR(ParseValue(/*depth=*/1, &value));
       for (const auto& entry : *dict) {
         if (entry.first == key.text) {
           return Malformed(absl::StrCat("duplicate key '", key.text, "'"));
@@ -109,8 +109,7 @@ class HeaderParser {
       return absl::OkStatus();
     }
     return Malformed(
-        absl::StrCat("unexpected '",
-                     absl::CHexEscape(ToAbsl(text_.substr(start, 16))), "'"));
+        absl::StrCat("unexpected '", absl::CHexEscape(ToAbsl(text_.substr(start, 16))), "'"));
   }
 
   // A quoted string without escapes (dtype descriptors and keys have none).
@@ -137,13 +136,12 @@ class HeaderParser {
       SkipSpace();
       if (Consume(close)) break;
       PyValue item;
-      SL_RETURN_IF_ERROR(ParseValue(depth + 1, &item));
+      SHARDLOADER_RETURN_IF_ERROR(ParseValue(depth + 1, &item));
       value->items.push_back(std::move(item));
       SkipSpace();
       if (Consume(close)) break;
       if (!Consume(',')) {
-        return Malformed(
-            absl::StrCat("expected ',' or '", std::string(1, close), "'"));
+        return Malformed(absl::StrCat("expected ',' or '", std::string(1, close), "'"));
       }
       saw_comma = true;
     }
@@ -182,21 +180,19 @@ class HeaderParser {
     }
     value->kind = PyValue::Kind::kInt;
     value->text = std::string(text_.substr(start, pos_ - start));
-    value->integer = negative ? static_cast<int64_t>(0 - magnitude)
-                              : static_cast<int64_t>(magnitude);
+    value->integer =
+        negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
     return absl::OkStatus();
   }
 
   static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
   static bool IsIdentifierChar(char c) {
-    return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           c == '_';
+    return IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
   }
 
   void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-            text_[pos_] == '\r')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -215,18 +211,16 @@ class HeaderParser {
 
 // `what` describes the dtype, e.g. "'>f4'".
 absl::Status UnsupportedDtype(absl::string_view what) {
-  return absl::DataLossError(
-      absl::StrCat("unsupported dtype ", what,
-                   " in npy (supported: little-endian or byte-order-free "
-                   "bool, int8/16/32/64, uint8/16, float16/32/64)"));
+  return absl::DataLossError(absl::StrCat("unsupported dtype ", what,
+                                          " in npy (supported: little-endian or byte-order-free "
+                                          "bool, int8/16/32/64, uint8/16, float16/32/64)"));
 }
 
 // Maps a dtype descriptor ("<f4", "|u1", ...) to a DType.
 absl::StatusOr<DType> ParseDescr(std::string_view descr) {
   std::string_view type = descr;
   char byte_order = '=';
-  if (!type.empty() && (type[0] == '<' || type[0] == '>' || type[0] == '|' ||
-                        type[0] == '=')) {
+  if (!type.empty() && (type[0] == '<' || type[0] == '>' || type[0] == '|' || type[0] == '=')) {
     byte_order = type[0];
     type.remove_prefix(1);
   }
@@ -246,8 +240,7 @@ absl::StatusOr<DType> ParseDescr(std::string_view descr) {
     if (byte_order == '>' && DTypeSize(code.dtype) > 1) break;
     return code.dtype;
   }
-  return UnsupportedDtype(
-      absl::StrCat("'", absl::CHexEscape(ToAbsl(descr)), "'"));
+  return UnsupportedDtype(absl::StrCat("'", absl::CHexEscape(ToAbsl(descr)), "'"));
 }
 
 std::string ShapeString(absl::Span<const int64_t> shape) {
@@ -329,24 +322,21 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes) {
     }
     prefix = 12;
   } else {
-    return absl::DataLossError(
-        absl::StrCat("unsupported npy format version ", major, ".", minor));
+    return absl::DataLossError(absl::StrCat("unsupported npy format version ", major, ".", minor));
   }
   if (minor != 0) {
-    return absl::DataLossError(
-        absl::StrCat("unsupported npy format version ", major, ".", minor));
+    return absl::DataLossError(absl::StrCat("unsupported npy format version ", major, ".", minor));
   }
   if (header_len > bytes.size() - prefix) {
-    return Malformed(absl::StrCat("header of ", header_len,
-                                  " bytes but only ", bytes.size() - prefix,
-                                  " bytes follow"));
+    return Malformed(absl::StrCat("header of ", header_len, " bytes but only ",
+                                  bytes.size() - prefix, " bytes follow"));
   }
   // Version 3.0 allows UTF-8 in the header; only field names of structured
   // dtypes can use it, and those are rejected anyway, so the parser works on
   // bytes for every version.
   std::vector<std::pair<std::string, PyValue>> dict;
   HeaderParser parser(bytes.substr(prefix, header_len));
-  SL_RETURN_IF_ERROR(parser.ParseDict(&dict));
+  SHARDLOADER_RETURN_IF_ERROR(parser.ParseDict(&dict));
 
   const PyValue* descr = nullptr;
   const PyValue* fortran_order = nullptr;
@@ -359,8 +349,7 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes) {
     } else if (key == "shape") {
       shape = &value;
     } else {
-      return Malformed(absl::StrCat("unexpected key '",
-                                    absl::CHexEscape(key), "'"));
+      return Malformed(absl::StrCat("unexpected key '", absl::CHexEscape(key), "'"));
     }
   }
   if (descr == nullptr || fortran_order == nullptr || shape == nullptr) {
@@ -374,7 +363,7 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes) {
   if (descr->kind != PyValue::Kind::kString) {
     return Malformed("'descr' must be a string");
   }
-  SL_ASSIGN_OR_RETURN(header.dtype, ParseDescr(descr->text));
+  SHARDLOADER_ASSIGN_OR_RETURN(header.dtype, ParseDescr(descr->text));
   if (fortran_order->kind != PyValue::Kind::kBool) {
     return Malformed("'fortran_order' must be True or False");
   }
@@ -396,22 +385,19 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes) {
   if (!num_elements.has_value() ||
       static_cast<uint64_t>(*num_elements) > available / element_size) {
     return absl::DataLossError(absl::StrCat(
-        "npy data is ", available, " bytes, shorter than shape ",
-        ShapeString(header.shape), " of ", ToAbsl(DTypeName(header.dtype)),
-        " requires"));
+        "npy data is ", available, " bytes, shorter than shape ", ShapeString(header.shape), " of ",
+        ToAbsl(DTypeName(header.dtype)), " requires"));
   }
   return header;
 }
 
-absl::Status DecodeNpy(std::string_view bytes, DType dtype,
-                       absl::Span<const int64_t> shape, char* dst) {
-  SL_ASSIGN_OR_RETURN(const NpyHeader header, ParseNpyHeader(bytes));
-  if (header.dtype != dtype ||
-      absl::Span<const int64_t>(header.shape) != shape) {
+absl::Status DecodeNpy(std::string_view bytes, DType dtype, absl::Span<const int64_t> shape,
+                       char* dst) {
+  SHARDLOADER_ASSIGN_OR_RETURN(const NpyHeader header, ParseNpyHeader(bytes));
+  if (header.dtype != dtype || absl::Span<const int64_t>(header.shape) != shape) {
     return absl::DataLossError(absl::StrCat(
-        "npy shape ", ShapeString(header.shape), " ",
-        ToAbsl(DTypeName(header.dtype)), " does not match the declared ",
-        ShapeString(shape), " ", ToAbsl(DTypeName(dtype))));
+        "npy shape ", ShapeString(header.shape), " ", ToAbsl(DTypeName(header.dtype)),
+        " does not match the declared ", ShapeString(shape), " ", ToAbsl(DTypeName(dtype))));
   }
   const char* src = bytes.data() + header.data_offset;
   const size_t element_size = DTypeSize(dtype);

@@ -33,8 +33,8 @@ absl::StatusOr<NpyHeader> ParseNpyHeader(std::string_view bytes);
 // Decodes `bytes` into `dst` (product(shape) * DTypeSize(dtype) bytes, C
 // order). Errors: DataLoss if the array's dtype or shape differs from the
 // declared ones (the message gives both), or as ParseNpyHeader.
-absl::Status DecodeNpy(std::string_view bytes, DType dtype,
-                       absl::Span<const int64_t> shape, char* dst);
+absl::Status DecodeNpy(std::string_view bytes, DType dtype, absl::Span<const int64_t> shape,
+                       char* dst);
 
 }  // namespace shardloader
 

@@ -34,9 +34,7 @@ double Triangle(double x) {
 }
 
 // A weighted sum back to 8 bits (the sum includes the rounding half).
-uint8_t Clip8(int32_t sum) {
-  return static_cast<uint8_t>(std::clamp(sum >> kWeightBits, 0, 255));
-}
+uint8_t Clip8(int32_t sum) { return static_cast<uint8_t>(std::clamp(sum >> kWeightBits, 0, 255)); }
 
 template <typename T>
 T* Reserve(std::vector<T>& buffer, size_t size) {
@@ -55,8 +53,7 @@ void PackPairs(Axis* axis) {
   axis->num_pairs = num_pairs;
   axis->pairs.assign(static_cast<size_t>(axis->size()) * num_pairs * 2, 0);
   for (int i = 0; i < axis->size(); ++i) {
-    const int32_t* weights =
-        &axis->weights[static_cast<size_t>(i) * axis->taps];
+    const int32_t* weights = &axis->weights[static_cast<size_t>(i) * axis->taps];
     uint32_t* pairs = &axis->pairs[static_cast<size_t>(i) * num_pairs * 2];
     for (int t = 0; t < axis->window; ++t) {
       // weight = high * 2^16 + low, low in [-2^15, 2^15): both fit int16.
@@ -75,8 +72,7 @@ void PackPairs(Axis* axis) {
 // fixed length over __restrict pointers are what GCC vectorizes at -O2.
 constexpr size_t kBlockBytes = 16;
 
-void AccumulateBlock(int32_t* __restrict sums, const uint8_t* __restrict row,
-                     int32_t weight) {
+void AccumulateBlock(int32_t* __restrict sums, const uint8_t* __restrict row, int32_t weight) {
   for (size_t j = 0; j < kBlockBytes; ++j) sums[j] += row[j] * weight;
 }
 
@@ -85,8 +81,7 @@ void ClipBlock(const int32_t* __restrict sums, uint8_t* __restrict out) {
 }
 
 // sums[j] += row[j] * weight for j < size.
-void AccumulateRow(int32_t* sums, const uint8_t* row, int32_t weight,
-                   size_t size) {
+void AccumulateRow(int32_t* sums, const uint8_t* row, int32_t weight, size_t size) {
   size_t j = 0;
   for (; j + kBlockBytes <= size; j += kBlockBytes) {
     AccumulateBlock(sums + j, row + j, weight);
@@ -108,8 +103,7 @@ void ClipRow(const int32_t* sums, uint8_t* out, size_t size) {
 // of pixels read per output pixel (the loop is then unrolled); 0 reads
 // x.window.
 template <int kWindow>
-void HorizontalRow(const uint8_t* in, int origin, const Axis& x,
-                   uint8_t* out) {
+void HorizontalRow(const uint8_t* in, int origin, const Axis& x, uint8_t* out) {
   const int window = kWindow > 0 ? kWindow : x.window;
   for (int i = 0; i < x.size(); ++i, out += kChannels) {
     const uint8_t* p = in + (x.begin[i] - origin) * kChannels;
@@ -130,15 +124,25 @@ void HorizontalRow(const uint8_t* in, int origin, const Axis& x,
 
 // The horizontal pass over rows [rows.begin, rows.end) of `src`, to rows
 // `out_stride` bytes apart from `out`.
-void HorizontalPortable(const RgbView& src, const Axis& x, Span rows,
-                        uint8_t* out, size_t out_stride) {
+void HorizontalPortable(const RgbView& src, const Axis& x, Span rows, uint8_t* out,
+                        size_t out_stride) {
   auto* resample_row = &HorizontalRow<0>;
   switch (x.window) {
-    case 2: resample_row = &HorizontalRow<2>; break;
-    case 3: resample_row = &HorizontalRow<3>; break;
-    case 4: resample_row = &HorizontalRow<4>; break;
-    case 5: resample_row = &HorizontalRow<5>; break;
-    case 6: resample_row = &HorizontalRow<6>; break;
+    case 2:
+      resample_row = &HorizontalRow<2>;
+      break;
+    case 3:
+      resample_row = &HorizontalRow<3>;
+      break;
+    case 4:
+      resample_row = &HorizontalRow<4>;
+      break;
+    case 5:
+      resample_row = &HorizontalRow<5>;
+      break;
+    case 6:
+      resample_row = &HorizontalRow<6>;
+      break;
   }
   for (int row = rows.begin; row < rows.end; ++row) {
     resample_row(src.data + (row - src.y) * src.stride, src.x, x,
@@ -148,10 +152,8 @@ void HorizontalPortable(const RgbView& src, const Axis& x, Span rows,
 
 // The vertical pass: `in` is input row `first_row`, the rows `in_stride`
 // bytes apart and `row_bytes` long.
-void VerticalPortable(const uint8_t* in, size_t in_stride, int first_row,
-                      const Axis& y, size_t row_bytes,
-                      ResampleScratch& scratch, uint8_t* dst,
-                      size_t dst_stride) {
+void VerticalPortable(const uint8_t* in, size_t in_stride, int first_row, const Axis& y,
+                      size_t row_bytes, ResampleScratch& scratch, uint8_t* dst, size_t dst_stride) {
   int32_t* sums = Reserve(scratch.sums, row_bytes);
   for (int i = 0; i < y.size(); ++i) {
     std::fill(sums, sums + row_bytes, kHalf);
@@ -255,9 +257,7 @@ inline __m128i Load(const uint8_t* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 
-inline void Store(uint8_t* p, __m128i v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
-}
+inline void Store(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
 
 // 16 weighted sums: low[k] and high[k] hold sums 4k to 4k + 3.
 struct Sums {
@@ -277,9 +277,8 @@ struct Sums {
     const __m128i zero = _mm_setzero_si128();
     const __m128i first = _mm_unpacklo_epi8(a, b);
     const __m128i second = _mm_unpackhi_epi8(a, b);
-    const __m128i pairs[4] = {
-        _mm_unpacklo_epi8(first, zero), _mm_unpackhi_epi8(first, zero),
-        _mm_unpacklo_epi8(second, zero), _mm_unpackhi_epi8(second, zero)};
+    const __m128i pairs[4] = {_mm_unpacklo_epi8(first, zero), _mm_unpackhi_epi8(first, zero),
+                              _mm_unpacklo_epi8(second, zero), _mm_unpackhi_epi8(second, zero)};
     for (int k = 0; k < 4; ++k) {
       low[k] = _mm_add_epi32(low[k], _mm_madd_epi16(pairs[k], low_pair));
       high[k] = _mm_add_epi32(high[k], _mm_madd_epi16(pairs[k], high_pair));
@@ -290,11 +289,9 @@ struct Sums {
   __m128i Bytes() const {
     __m128i out[4];
     for (int k = 0; k < 4; ++k) {
-      out[k] = _mm_srai_epi32(
-          _mm_add_epi32(_mm_slli_epi32(high[k], 16), low[k]), kWeightBits);
+      out[k] = _mm_srai_epi32(_mm_add_epi32(_mm_slli_epi32(high[k], 16), low[k]), kWeightBits);
     }
-    return _mm_packus_epi16(_mm_packs_epi32(out[0], out[1]),
-                            _mm_packs_epi32(out[2], out[3]));
+    return _mm_packus_epi16(_mm_packs_epi32(out[0], out[1]), _mm_packs_epi32(out[2], out[3]));
   }
 };
 
@@ -308,8 +305,7 @@ inline __m128i HighPair(const uint32_t* pairs, int p) {
 
 // Transposes bytes [0, size) (size >= 16) of the 16 rows to
 // columns[k * 16 + r] = rows[r][k].
-void TransposeToColumns(const uint8_t* const rows[16], size_t size,
-                        uint8_t* columns) {
+void TransposeToColumns(const uint8_t* const rows[16], size_t size, uint8_t* columns) {
   for (size_t k = 0;; k += 16) {
     k = std::min(k, size - 16);  // the last block overlaps the one before
     __m128i v[16];
@@ -321,8 +317,7 @@ void TransposeToColumns(const uint8_t* const rows[16], size_t size,
 }
 
 // The inverse: rows[r][k] = columns[k * 16 + r] for k < size (>= 16).
-void TransposeToRows(const uint8_t* columns, size_t size,
-                     uint8_t* const rows[16]) {
+void TransposeToRows(const uint8_t* columns, size_t size, uint8_t* const rows[16]) {
   for (size_t k = 0;; k += 16) {
     k = std::min(k, size - 16);
     __m128i v[16];
@@ -339,20 +334,18 @@ void TransposeToRows(const uint8_t* columns, size_t size,
 // 16 rows of channel c of output pixel i at out[(i * pixel_step + c *
 // channel_step) * 16]. kPairs > 0 fixes x.num_pairs.
 template <int kPairs>
-void HorizontalBlock(const uint8_t* columns, const Axis& x, int first,
-                     size_t pixel_step, size_t channel_step, uint8_t* out) {
+void HorizontalBlock(const uint8_t* columns, const Axis& x, int first, size_t pixel_step,
+                     size_t channel_step, uint8_t* out) {
   const int num_pairs = kPairs > 0 ? kPairs : x.num_pairs;
   for (int i = 0; i < x.size(); ++i) {
-    const uint8_t* pixel =
-        columns + static_cast<size_t>(x.begin[i] - first) * kChannels * 16;
+    const uint8_t* pixel = columns + static_cast<size_t>(x.begin[i] - first) * kChannels * 16;
     const uint32_t* pairs = &x.pairs[static_cast<size_t>(i) * num_pairs * 2];
     for (int c = 0; c < kChannels; ++c) {
       Sums sums;
       for (int p = 0; p < num_pairs; ++p) {
         // Taps 2p and 2p + 1 of channel c, 3 bytes apart.
         const uint8_t* tap = pixel + (2 * p * kChannels + c) * 16;
-        sums.Add(Load(tap), Load(tap + kChannels * 16), LowPair(pairs, p),
-                 HighPair(pairs, p));
+        sums.Add(Load(tap), Load(tap + kChannels * 16), LowPair(pairs, p), HighPair(pairs, p));
       }
       Store(out + (i * pixel_step + c * channel_step) * 16, sums.Bytes());
     }
@@ -363,8 +356,7 @@ void HorizontalBlock(const uint8_t* columns, const Axis& x, int first,
 
 // The 8 sums in (high, low) back to 8 bits, as 16-bit lanes, unclamped.
 SHARDLOADER_TARGET_AVX2 inline __m256i Finish(__m256i high, __m256i low) {
-  return _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(high, 16), low),
-                           kWeightBits);
+  return _mm256_srai_epi32(_mm256_add_epi32(_mm256_slli_epi32(high, 16), low), kWeightBits);
 }
 
 // As Sums, for 16 bytes widened to 16-bit pairs in one 256-bit register:
@@ -380,23 +372,20 @@ struct Sums16Avx2 {
     }
   }
 
-  SHARDLOADER_TARGET_AVX2 void Add(__m128i a, __m128i b, __m256i low_pair,
-                                   __m256i high_pair) {
+  SHARDLOADER_TARGET_AVX2 void Add(__m128i a, __m128i b, __m256i low_pair, __m256i high_pair) {
     const __m256i pairs[2] = {_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)),
                               _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b))};
     for (int k = 0; k < 2; ++k) {
       low[k] = _mm256_add_epi32(low[k], _mm256_madd_epi16(pairs[k], low_pair));
-      high[k] =
-          _mm256_add_epi32(high[k], _mm256_madd_epi16(pairs[k], high_pair));
+      high[k] = _mm256_add_epi32(high[k], _mm256_madd_epi16(pairs[k], high_pair));
     }
   }
 
   SHARDLOADER_TARGET_AVX2 __m128i Bytes() const {
     // 16-bit sums 0-3 and 8-11 in the low half, 4-7 and 12-15 in the high.
-    const __m256i words =
-        _mm256_packs_epi32(Finish(high[0], low[0]), Finish(high[1], low[1]));
-    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words),
-                                           _mm256_extracti128_si256(words, 1));
+    const __m256i words = _mm256_packs_epi32(Finish(high[0], low[0]), Finish(high[1], low[1]));
+    const __m128i bytes =
+        _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
     return _mm_shuffle_epi32(bytes, _MM_SHUFFLE(3, 1, 2, 0));
   }
 };
@@ -414,18 +403,16 @@ struct Sums32Avx2 {
     }
   }
 
-  SHARDLOADER_TARGET_AVX2 void Add(__m256i a, __m256i b, __m256i low_pair,
-                                   __m256i high_pair) {
+  SHARDLOADER_TARGET_AVX2 void Add(__m256i a, __m256i b, __m256i low_pair, __m256i high_pair) {
     const __m256i zero = _mm256_setzero_si256();
     const __m256i first = _mm256_unpacklo_epi8(a, b);
     const __m256i second = _mm256_unpackhi_epi8(a, b);
-    const __m256i pairs[4] = {
-        _mm256_unpacklo_epi8(first, zero), _mm256_unpackhi_epi8(first, zero),
-        _mm256_unpacklo_epi8(second, zero), _mm256_unpackhi_epi8(second, zero)};
+    const __m256i pairs[4] = {_mm256_unpacklo_epi8(first, zero), _mm256_unpackhi_epi8(first, zero),
+                              _mm256_unpacklo_epi8(second, zero),
+                              _mm256_unpackhi_epi8(second, zero)};
     for (int k = 0; k < 4; ++k) {
       low[k] = _mm256_add_epi32(low[k], _mm256_madd_epi16(pairs[k], low_pair));
-      high[k] =
-          _mm256_add_epi32(high[k], _mm256_madd_epi16(pairs[k], high_pair));
+      high[k] = _mm256_add_epi32(high[k], _mm256_madd_epi16(pairs[k], high_pair));
     }
   }
 
@@ -463,8 +450,8 @@ SHARDLOADER_TARGET_AVX2 inline void Transpose16x16Avx2(__m256i v[16]) {
 
 // TransposeToColumns with AVX2, 32 bytes of the rows at a time (two blocks
 // of 16, one per half of the registers), for size >= 32.
-SHARDLOADER_TARGET_AVX2 void TransposeToColumnsAvx2(
-    const uint8_t* const rows[16], size_t size, uint8_t* columns) {
+SHARDLOADER_TARGET_AVX2 void TransposeToColumnsAvx2(const uint8_t* const rows[16], size_t size,
+                                                    uint8_t* columns) {
   for (size_t k = 0;; k += 32) {
     k = std::min(k, size - 32);
     __m256i v[16];
@@ -481,16 +468,14 @@ SHARDLOADER_TARGET_AVX2 void TransposeToColumnsAvx2(
 }
 
 // TransposeToRows with AVX2, for size >= 32.
-SHARDLOADER_TARGET_AVX2 void TransposeToRowsAvx2(const uint8_t* columns,
-                                                 size_t size,
+SHARDLOADER_TARGET_AVX2 void TransposeToRowsAvx2(const uint8_t* columns, size_t size,
                                                  uint8_t* const rows[16]) {
   for (size_t k = 0;; k += 32) {
     k = std::min(k, size - 32);
     __m256i v[16];
     for (int c = 0; c < 16; ++c) {
-      v[c] = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(Load(columns + (k + c) * 16)),
-          Load(columns + (k + 16 + c) * 16), 1);
+      v[c] = _mm256_inserti128_si256(_mm256_castsi128_si256(Load(columns + (k + c) * 16)),
+                                     Load(columns + (k + 16 + c) * 16), 1);
     }
     Transpose16x16Avx2(v);
     for (int r = 0; r < 16; ++r) {
@@ -502,15 +487,12 @@ SHARDLOADER_TARGET_AVX2 void TransposeToRowsAvx2(const uint8_t* columns,
 
 // HorizontalBlock with AVX2.
 template <int kPairs>
-SHARDLOADER_TARGET_AVX2 void HorizontalBlockAvx2(const uint8_t* columns,
-                                                 const Axis& x, int first,
-                                                 size_t pixel_step,
-                                                 size_t channel_step,
+SHARDLOADER_TARGET_AVX2 void HorizontalBlockAvx2(const uint8_t* columns, const Axis& x, int first,
+                                                 size_t pixel_step, size_t channel_step,
                                                  uint8_t* out) {
   const int num_pairs = kPairs > 0 ? kPairs : x.num_pairs;
   for (int i = 0; i < x.size(); ++i) {
-    const uint8_t* pixel =
-        columns + static_cast<size_t>(x.begin[i] - first) * kChannels * 16;
+    const uint8_t* pixel = columns + static_cast<size_t>(x.begin[i] - first) * kChannels * 16;
     const uint32_t* pairs = &x.pairs[static_cast<size_t>(i) * num_pairs * 2];
     for (int c = 0; c < kChannels; ++c) {
       Sums16Avx2 sums;
@@ -527,10 +509,8 @@ SHARDLOADER_TARGET_AVX2 void HorizontalBlockAvx2(const uint8_t* columns,
 
 // VerticalRow with AVX2, for size >= 32.
 template <int kPairs>
-SHARDLOADER_TARGET_AVX2 void VerticalRowAvx2(const uint8_t* in,
-                                             size_t in_stride, const Axis& y,
-                                             int i, size_t size,
-                                             uint8_t* out) {
+SHARDLOADER_TARGET_AVX2 void VerticalRowAvx2(const uint8_t* in, size_t in_stride, const Axis& y,
+                                             int i, size_t size, uint8_t* out) {
   const int num_pairs = kPairs > 0 ? kPairs : y.num_pairs;
   const uint32_t* pairs = &y.pairs[static_cast<size_t>(i) * num_pairs * 2];
   const size_t last_row = y.window % 2 == 0 ? y.window - 1 : 0;
@@ -545,12 +525,9 @@ SHARDLOADER_TARGET_AVX2 void VerticalRowAvx2(const uint8_t* in,
     Sums32Avx2 sums;
     const uint8_t* tap = in + j;
     for (int p = 0; p < num_pairs; ++p, tap += 2 * in_stride) {
-      const uint8_t* next =
-          p == num_pairs - 1 ? in + j + last_row * in_stride : tap + in_stride;
-      const __m256i a =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tap));
-      const __m256i b =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(next));
+      const uint8_t* next = p == num_pairs - 1 ? in + j + last_row * in_stride : tap + in_stride;
+      const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tap));
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(next));
       if constexpr (kPairs > 0) {
         sums.Add(a, b, low_pairs[p], high_pairs[p]);
       } else {
@@ -567,18 +544,16 @@ SHARDLOADER_TARGET_AVX2 void VerticalRowAvx2(const uint8_t* in,
 
 // HorizontalPortable with SSE2, or AVX2 if `avx2`, for out.segment_bytes >=
 // 16 and an input of at least 16 bytes a row (x.Reads()).
-void HorizontalSimd(const RgbView& src, const Axis& x, Span rows,
-                    bool avx2, ResampleScratch& scratch, const Rows& out) {
+void HorizontalSimd(const RgbView& src, const Axis& x, Span rows, bool avx2,
+                    ResampleScratch& scratch, const Rows& out) {
   const Span columns = x.Reads();
-  const size_t in_bytes =
-      static_cast<size_t>(columns.end - columns.begin) * kChannels;
+  const size_t in_bytes = static_cast<size_t>(columns.end - columns.begin) * kChannels;
   const size_t out_bytes = static_cast<size_t>(x.size()) * kChannels;
   // The transposed input (and 3 zero columns), the transposed output and a
   // segment for the output of rows past the end.
   const size_t in_block = (in_bytes + kChannels) * 16;
   const size_t out_block = out_bytes * 16;
-  uint8_t* transposed_in =
-      Reserve(scratch.block, in_block + out_block + out.segment_bytes);
+  uint8_t* transposed_in = Reserve(scratch.block, in_block + out_block + out.segment_bytes);
   uint8_t* transposed_out = transposed_in + in_block;
   uint8_t* spare = transposed_out + out_block;
   std::memset(transposed_in + in_bytes * 16, 0, kChannels * 16);
@@ -590,9 +565,15 @@ void HorizontalSimd(const RgbView& src, const Axis& x, Span rows,
 
   auto* block = &HorizontalBlock<0>;
   switch (x.num_pairs) {
-    case 1: block = &HorizontalBlock<1>; break;
-    case 2: block = &HorizontalBlock<2>; break;
-    case 3: block = &HorizontalBlock<3>; break;
+    case 1:
+      block = &HorizontalBlock<1>;
+      break;
+    case 2:
+      block = &HorizontalBlock<2>;
+      break;
+    case 3:
+      block = &HorizontalBlock<3>;
+      break;
   }
   auto* to_columns = &TransposeToColumns;
   auto* to_rows = &TransposeToRows;
@@ -602,14 +583,20 @@ void HorizontalSimd(const RgbView& src, const Axis& x, Span rows,
   if (avx2) {
     block = &HorizontalBlockAvx2<0>;
     switch (x.num_pairs) {
-      case 1: block = &HorizontalBlockAvx2<1>; break;
-      case 2: block = &HorizontalBlockAvx2<2>; break;
-      case 3: block = &HorizontalBlockAvx2<3>; break;
+      case 1:
+        block = &HorizontalBlockAvx2<1>;
+        break;
+      case 2:
+        block = &HorizontalBlockAvx2<2>;
+        break;
+      case 3:
+        block = &HorizontalBlockAvx2<3>;
+        break;
     }
   }
 #endif
-  const uint8_t* in = src.data + (rows.begin - src.y) * src.stride +
-                      (columns.begin - src.x) * kChannels;
+  const uint8_t* in =
+      src.data + (rows.begin - src.y) * src.stride + (columns.begin - src.x) * kChannels;
   const int num_rows = rows.end - rows.begin;
   for (int first_row = 0; first_row < num_rows; first_row += 16) {
     const uint8_t* in_rows[16];
@@ -618,18 +605,15 @@ void HorizontalSimd(const RgbView& src, const Axis& x, Span rows,
       in_rows[r] = in + std::min(first_row + r, num_rows - 1) * src.stride;
     }
     to_columns(in_rows, in_bytes, transposed_in);
-    block(transposed_in, x, columns.begin, pixel_step, channel_step,
-          transposed_out);
+    block(transposed_in, x, columns.begin, pixel_step, channel_step, transposed_out);
     for (int s = 0; s < out.num_segments; ++s) {
       uint8_t* out_rows[16];
       for (int r = 0; r < 16; ++r) {
         const int row = first_row + r;
-        out_rows[r] = row < num_rows ? out.data + row * out.row_stride +
-                                           s * out.segment_stride
-                                     : spare;
+        out_rows[r] =
+            row < num_rows ? out.data + row * out.row_stride + s * out.segment_stride : spare;
       }
-      to_rows(transposed_out + s * out.segment_bytes * 16, out.segment_bytes,
-              out_rows);
+      to_rows(transposed_out + s * out.segment_bytes * 16, out.segment_bytes, out_rows);
     }
   }
 }
@@ -638,8 +622,8 @@ void HorizontalSimd(const RgbView& src, const Axis& x, Span rows,
 // is the first row read, the rows `in_stride` bytes apart. kPairs > 0 fixes
 // y.num_pairs.
 template <int kPairs>
-void VerticalRow(const uint8_t* in, size_t in_stride, const Axis& y, int i,
-                 size_t size, uint8_t* out) {
+void VerticalRow(const uint8_t* in, size_t in_stride, const Axis& y, int i, size_t size,
+                 uint8_t* out) {
   const int num_pairs = kPairs > 0 ? kPairs : y.num_pairs;
   const uint32_t* pairs = &y.pairs[static_cast<size_t>(i) * num_pairs * 2];
   // An odd window's last pair reads the first row again, with weight zero.
@@ -657,8 +641,7 @@ void VerticalRow(const uint8_t* in, size_t in_stride, const Axis& y, int i,
     Sums sums;
     const uint8_t* tap = in + j;
     for (int p = 0; p < num_pairs; ++p, tap += 2 * in_stride) {
-      const uint8_t* next =
-          p == num_pairs - 1 ? in + j + last_row * in_stride : tap + in_stride;
+      const uint8_t* next = p == num_pairs - 1 ? in + j + last_row * in_stride : tap + in_stride;
       if constexpr (kPairs > 0) {
         sums.Add(Load(tap), Load(next), low_pairs[p], high_pairs[p]);
       } else {
@@ -672,21 +655,33 @@ void VerticalRow(const uint8_t* in, size_t in_stride, const Axis& y, int i,
 
 // VerticalPortable with SSE2, or AVX2 if `avx2`, for out.segment_bytes >=
 // 16; the input rows hold the segments one after the other.
-void VerticalSimd(const uint8_t* in, size_t in_stride, int first_row,
-                  const Axis& y, bool avx2, const Rows& out) {
+void VerticalSimd(const uint8_t* in, size_t in_stride, int first_row, const Axis& y, bool avx2,
+                  const Rows& out) {
   auto* row = &VerticalRow<0>;
   switch (y.num_pairs) {
-    case 1: row = &VerticalRow<1>; break;
-    case 2: row = &VerticalRow<2>; break;
-    case 3: row = &VerticalRow<3>; break;
+    case 1:
+      row = &VerticalRow<1>;
+      break;
+    case 2:
+      row = &VerticalRow<2>;
+      break;
+    case 3:
+      row = &VerticalRow<3>;
+      break;
   }
 #if SHARDLOADER_RESAMPLE_AVX2
   if (avx2 && out.segment_bytes >= 32) {
     row = &VerticalRowAvx2<0>;
     switch (y.num_pairs) {
-      case 1: row = &VerticalRowAvx2<1>; break;
-      case 2: row = &VerticalRowAvx2<2>; break;
-      case 3: row = &VerticalRowAvx2<3>; break;
+      case 1:
+        row = &VerticalRowAvx2<1>;
+        break;
+      case 2:
+        row = &VerticalRowAvx2<2>;
+        break;
+      case 3:
+        row = &VerticalRowAvx2<3>;
+        break;
     }
   }
 #endif
@@ -701,9 +696,8 @@ void VerticalSimd(const uint8_t* in, size_t in_stride, int first_row,
 
 #endif  // SHARDLOADER_RESAMPLE_SSE2
 
-void ResampleImpl(Simd simd, const RgbView& src, const Axis& x,
-                  const Axis& y, ResampleScratch& scratch,
-                  const RgbOutput& dst) {
+void ResampleImpl(Simd simd, const RgbView& src, const Axis& x, const Axis& y,
+                  ResampleScratch& scratch, const RgbOutput& dst) {
   const int width = x.size();
   const int height = y.size();
   const size_t row_bytes = static_cast<size_t>(width) * kChannels;
@@ -729,27 +723,23 @@ void ResampleImpl(Simd simd, const RgbView& src, const Axis& x,
   }
   if (dst.planar && !use_simd) {
     uint8_t* interleaved = Reserve(scratch.interleaved, row_bytes * height);
-    ResampleImpl(Simd::kNone, src, x, y, scratch,
-                 RgbOutput{interleaved, row_bytes});
+    ResampleImpl(Simd::kNone, src, x, y, scratch, RgbOutput{interleaved, row_bytes});
     Deinterleave(interleaved, row_bytes, width, height, dst);
     return;
   }
   // Here the output is interleaved, or planar with SSE2 and a horizontal
   // pass. The input rows that the vertical pass reads:
-  const Span rows =
-      y.identity ? Span{y.begin[0], y.begin[0] + height} : y.Reads();
+  const Span rows = y.identity ? Span{y.begin[0], y.begin[0] + height} : y.Reads();
   const uint8_t* horizontal;  // input row rows.begin after the horizontal pass
   size_t horizontal_stride;
   if (x_axis->identity) {
-    horizontal = src.data + (rows.begin - src.y) * src.stride +
-                 (x.begin[0] - src.x) * kChannels;
+    horizontal = src.data + (rows.begin - src.y) * src.stride + (x.begin[0] - src.x) * kChannels;
     horizontal_stride = src.stride;
   } else {
     // Straight to the output when there is no vertical pass.
     Rows pass = out;
     if (!y.identity) {
-      pass.data =
-          Reserve(scratch.horizontal, row_bytes * (rows.end - rows.begin));
+      pass.data = Reserve(scratch.horizontal, row_bytes * (rows.end - rows.begin));
       pass.row_stride = row_bytes;
       pass.segment_stride = out.segment_bytes;
     }
@@ -768,8 +758,7 @@ void ResampleImpl(Simd simd, const RgbView& src, const Axis& x,
   }
   if (y.identity) {  // and the output interleaved
     for (int i = 0; i < height; ++i) {
-      std::memcpy(dst.data + i * dst.row_stride,
-                  horizontal + i * horizontal_stride, row_bytes);
+      std::memcpy(dst.data + i * dst.row_stride, horizontal + i * horizontal_stride, row_bytes);
     }
     return;
   }
@@ -779,8 +768,8 @@ void ResampleImpl(Simd simd, const RgbView& src, const Axis& x,
     return;
   }
 #endif
-  VerticalPortable(horizontal, horizontal_stride, rows.begin, y, row_bytes,
-                   scratch, dst.data, dst.row_stride);
+  VerticalPortable(horizontal, horizontal_stride, rows.begin, y, row_bytes, scratch, dst.data,
+                   dst.row_stride);
 }
 
 }  // namespace
@@ -794,8 +783,7 @@ Span Axis::Reads() const {
   return span;
 }
 
-void BuildAxis(double low, double high, Span bounds, int out_size,
-               Axis* axis) {
+void BuildAxis(double low, double high, Span bounds, int out_size, Axis* axis) {
   const double scale = (high - low) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = filter_scale;  // the triangle's support is 1
@@ -812,15 +800,12 @@ void BuildAxis(double low, double high, Span bounds, int out_size,
   for (int i = 0; i < out_size; ++i) {
     const double center = in0 + (i + 0.5) * scale;
     // Truncated toward zero, then clamped, as in PIL.
-    const int first =
-        std::max(static_cast<int>(center - support + 0.5), 0);
-    const int end =
-        std::min(static_cast<int>(center + support + 0.5), in_size);
+    const int first = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int end = std::min(static_cast<int>(center + support + 0.5), in_size);
     const int count = std::clamp(end - first, 0, taps);
     double total = 0;
     for (int t = 0; t < count; ++t) {
-      axis->real[t] =
-          Triangle((t + first - center + 0.5) * inverse_filter_scale);
+      axis->real[t] = Triangle((t + first - center + 0.5) * inverse_filter_scale);
       total += axis->real[t];
     }
     int32_t* weights = &axis->weights[static_cast<size_t>(i) * taps];
@@ -837,8 +822,7 @@ void BuildAxis(double low, double high, Span bounds, int out_size,
     const int excess = axis->begin[i] + axis->window - bounds.end;
     if (excess <= 0) continue;
     int32_t* weights = &axis->weights[static_cast<size_t>(i) * taps];
-    std::copy_backward(weights, weights + axis->window - excess,
-                       weights + axis->window);
+    std::copy_backward(weights, weights + axis->window - excess, weights + axis->window);
     std::fill(weights, weights + excess, 0);
     axis->begin[i] -= excess;
   }
@@ -868,8 +852,7 @@ Simd BestSimd() {
 #if SHARDLOADER_RESAMPLE_AVX2 && defined(__AVX2__)
   return Simd::kAvx2;
 #elif SHARDLOADER_RESAMPLE_AVX2
-  static const Simd best =
-      __builtin_cpu_supports("avx2") ? Simd::kAvx2 : Simd::kSse2;
+  static const Simd best = __builtin_cpu_supports("avx2") ? Simd::kAvx2 : Simd::kSse2;
   return best;
 #elif SHARDLOADER_RESAMPLE_SSE2
   return Simd::kSse2;
@@ -878,14 +861,13 @@ Simd BestSimd() {
 #endif
 }
 
-void Resample(const RgbView& src, const Axis& x, const Axis& y,
-              ResampleScratch& scratch, const RgbOutput& dst) {
+void Resample(const RgbView& src, const Axis& x, const Axis& y, ResampleScratch& scratch,
+              const RgbOutput& dst) {
   ResampleImpl(BestSimd(), src, x, y, scratch, dst);
 }
 
-void ResampleWith(Simd simd, const RgbView& src, const Axis& x,
-                  const Axis& y, ResampleScratch& scratch,
-                  const RgbOutput& dst) {
+void ResampleWith(Simd simd, const RgbView& src, const Axis& x, const Axis& y,
+                  ResampleScratch& scratch, const RgbOutput& dst) {
   ResampleImpl(std::min(simd, BestSimd()), src, x, y, scratch, dst);
 }
 

@@ -72,8 +72,7 @@ struct Axis {
 // precompute_coeffs and normalize_coeffs_8bpc (Resample.c, BILINEAR), the
 // input being `bounds`. The triangle is widened by the shrink factor,
 // truncated at the bounds and normalized to sum 1. Reuses axis's memory.
-void BuildAxis(double low, double high, Span bounds, int out_size,
-               Axis* axis);
+void BuildAxis(double low, double high, Span bounds, int out_size, Axis* axis);
 
 // Reverses the output order of `axis`: output pixel i becomes the former
 // output pixel size - 1 - i. Resampling with a mirrored x axis gives the
@@ -127,14 +126,13 @@ Simd BestSimd();
 // overlap `src`). With SIMD, the output's layout costs nothing: the
 // horizontal pass writes its rows in the output's channel order. Uses
 // BestSimd().
-void Resample(const RgbView& src, const Axis& x, const Axis& y,
-              ResampleScratch& scratch, const RgbOutput& dst);
+void Resample(const RgbView& src, const Axis& x, const Axis& y, ResampleScratch& scratch,
+              const RgbOutput& dst);
 
 // The same with at most the instruction set `simd` (for tests and
 // benchmarks: the output does not depend on it).
-void ResampleWith(Simd simd, const RgbView& src, const Axis& x,
-                  const Axis& y, ResampleScratch& scratch,
-                  const RgbOutput& dst);
+void ResampleWith(Simd simd, const RgbView& src, const Axis& x, const Axis& y,
+                  ResampleScratch& scratch, const RgbOutput& dst);
 
 }  // namespace shardloader::internal_resample
 

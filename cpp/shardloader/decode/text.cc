@@ -16,21 +16,19 @@ namespace {
 constexpr size_t kMaxQuotedBytes = 32;
 
 bool IsAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
-         c == '\r';
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
 absl::Status NotAnInteger(std::string_view text) {
   const std::string_view shown = text.substr(0, kMaxQuotedBytes);
-  return absl::DataLossError(absl::StrCat(
-      "label is not an integer in int64 range: \"",
-      absl::CHexEscape(absl::string_view(shown.data(), shown.size())), "\"",
-      text.size() > kMaxQuotedBytes ? "..." : ""));
+  return absl::DataLossError(
+      absl::StrCat("label is not an integer in int64 range: \"",
+                   absl::CHexEscape(absl::string_view(shown.data(), shown.size())), "\"",
+                   text.size() > kMaxQuotedBytes ? "..." : ""));
 }
 
 absl::Status InvalidUtf8(size_t position) {
-  return absl::DataLossError(
-      absl::StrCat("invalid UTF-8 sequence at byte ", position));
+  return absl::DataLossError(absl::StrCat("invalid UTF-8 sequence at byte ", position));
 }
 
 bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -52,8 +50,7 @@ absl::StatusOr<int64_t> ParseIntLabel(std::string_view text) {
   }
   if (digits.empty()) return NotAnInteger(text);
   // Accumulate the magnitude; int64's minimum has one more than its maximum.
-  const uint64_t limit = uint64_t{std::numeric_limits<int64_t>::max()} +
-                         (negative ? 1 : 0);
+  const uint64_t limit = uint64_t{std::numeric_limits<int64_t>::max()} + (negative ? 1 : 0);
   uint64_t magnitude = 0;
   for (const char c : digits) {
     if (c < '0' || c > '9') return NotAnInteger(text);
@@ -61,8 +58,7 @@ absl::StatusOr<int64_t> ParseIntLabel(std::string_view text) {
     if (magnitude > (limit - digit) / 10) return NotAnInteger(text);
     magnitude = magnitude * 10 + digit;
   }
-  return negative ? static_cast<int64_t>(0 - magnitude)
-                  : static_cast<int64_t>(magnitude);
+  return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
 }
 
 absl::Status ValidateUtf8(std::string_view text) {

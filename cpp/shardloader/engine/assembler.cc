@@ -21,51 +21,46 @@ using internal_batch::FieldBuffers;
 using internal_batch::StreamCopy;
 
 // The first of the field's extensions present in the sample.
-absl::StatusOr<const SampleField*> FindField(const FieldSpec& spec,
-                                             const Sample& sample) {
+absl::StatusOr<const SampleField*> FindField(const FieldSpec& spec, const Sample& sample) {
   for (const std::string& extension : spec.extensions) {
     if (const SampleField* field = sample.Find(extension)) return field;
   }
   std::vector<absl::string_view> present;
   for (const SampleField& field : sample.fields) present.push_back(field.extension);
-  return WithContext(
-      absl::DataLossError(absl::StrCat(
-          "field '", spec.name, "' not found: the sample has no ",
-          absl::StrJoin(spec.extensions, " or "), " (it has ",
-          present.empty() ? "nothing" : absl::StrJoin(present, ", "), ")")),
-      sample.context());
+  return WithContext(absl::DataLossError(absl::StrCat(
+                         "field '", spec.name, "' not found: the sample has no ",
+                         absl::StrJoin(spec.extensions, " or "), " (it has ",
+                         present.empty() ? "nothing" : absl::StrJoin(present, ", "), ")")),
+                     sample.context());
 }
 
 // Lays out a ragged field: its offsets and room for its values.
-void PrepareRagged(const FieldSpec& spec, absl::Span<const Sample> samples,
-                   FieldBuffers& buffers) {
+void PrepareRagged(const FieldSpec& spec, absl::Span<const Sample> samples, FieldBuffers& buffers) {
   buffers.offsets.Reserve((samples.size() + 1) * sizeof(int64_t));
   auto* offsets = reinterpret_cast<int64_t*>(buffers.offsets.data());
   offsets[0] = 0;
   for (size_t i = 0; i < samples.size(); ++i) {
     // Every row was checked to have the field.
-    offsets[i + 1] = offsets[i] + static_cast<int64_t>(
-                                      (*FindField(spec, samples[i]))->bytes().size());
+    offsets[i + 1] =
+        offsets[i] + static_cast<int64_t>((*FindField(spec, samples[i]))->bytes().size());
   }
   buffers.values.Reserve(static_cast<size_t>(offsets[samples.size()]));
 }
 
 // Decodes the fixed-size fields of one sample into row `row` and checks its
 // ragged ones (present; UTF-8 for text).
-absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
-                          const Sample& sample, size_t row, uint64_t sample_seed,
-                          BatchSlot& slot) {
+absl::Status DecodeSample(absl::Span<const FieldSpec> fields, const Sample& sample, size_t row,
+                          uint64_t sample_seed, BatchSlot& slot) {
   for (size_t f = 0; f < fields.size(); ++f) {
     const FieldSpec& spec = fields[f];
-    SL_ASSIGN_OR_RETURN(const SampleField* field, FindField(spec, sample));
+    SHARDLOADER_ASSIGN_OR_RETURN(const SampleField* field, FindField(spec, sample));
     const absl::Status status = DecodeField(
         spec, field->bytes(), sample_seed,
         spec.ragged() ? nullptr : slot.fields[f].values.data() + row * spec.sample_bytes());
     if (!status.ok()) {
       return WithContext(
-          absl::Status(status.code(), absl::StrCat("field '", spec.name, "' (.",
-                                                   field->extension, "): ",
-                                                   status.message())),
+          absl::Status(status.code(), absl::StrCat("field '", spec.name, "' (.", field->extension,
+                                                   "): ", status.message())),
           sample.context());
     }
   }
@@ -73,8 +68,8 @@ absl::Status DecodeSample(absl::Span<const FieldSpec> fields,
 }
 
 // Copies the ragged fields of one sample into place.
-void CopyRagged(absl::Span<const FieldSpec> fields, const Sample& sample,
-                size_t row, BatchSlot& slot) {
+void CopyRagged(absl::Span<const FieldSpec> fields, const Sample& sample, size_t row,
+                BatchSlot& slot) {
   for (size_t f = 0; f < fields.size(); ++f) {
     if (!fields[f].ragged()) continue;
     FieldBuffers& buffers = slot.fields[f];
@@ -90,13 +85,10 @@ TensorView MakeView(DType dtype, std::vector<int64_t> shape, uint8_t* data) {
 
 }  // namespace
 
-absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
-                                    absl::Span<Sample> samples,
+absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
                                     absl::Span<const absl::Status> read_errors,
-                                    std::shared_ptr<BatchSlot> slot,
-                                    tbb::task_arena& arena,
-                                    const OrderOptions& order,
-                                    ReplaceFn replace) {
+                                    std::shared_ptr<BatchSlot> slot, tbb::task_arena& arena,
+                                    const OrderOptions& order, ReplaceFn replace) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
     if (fields[f].ragged()) continue;
@@ -105,9 +97,9 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
     try {
       slot->fields[f].values.Reserve(bytes);
     } catch (const std::bad_alloc&) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "field '", fields[f].name, "': could not allocate ", bytes,
-          " bytes for a batch of ", samples.size(), " samples"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("field '", fields[f].name, "': could not allocate ", bytes,
+                       " bytes for a batch of ", samples.size(), " samples"));
     }
   }
 
@@ -132,8 +124,7 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
       if (status.ok()) {
         status = DecodeSample(
             fields, sample, row,
-            SampleAugmentationSeed(order.seed, order.epoch,
-                                   sample.shard_index, sample.index),
+            SampleAugmentationSeed(order.seed, order.epoch, sample.shard_index, sample.index),
             *slot);
       }
       if (status.ok()) return;
@@ -166,18 +157,14 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields,
     BatchField& view = views.emplace_back();
     view.name = spec.name;
     if (spec.ragged()) {
-      const auto* offsets =
-          reinterpret_cast<const int64_t*>(buffers.offsets.data());
-      view.values = MakeView(DType::kUInt8, {offsets[num_samples]},
-                             buffers.values.data());
-      view.offsets = MakeView(DType::kInt64, {num_samples + 1},
-                              buffers.offsets.data());
+      const auto* offsets = reinterpret_cast<const int64_t*>(buffers.offsets.data());
+      view.values = MakeView(DType::kUInt8, {offsets[num_samples]}, buffers.values.data());
+      view.offsets = MakeView(DType::kInt64, {num_samples + 1}, buffers.offsets.data());
       pinned = pinned && buffers.offsets.pinned();
     } else {
       std::vector<int64_t> shape = {num_samples};
       for (int64_t dim : spec.sample_shape()) shape.push_back(dim);
-      view.values = MakeView(spec.batch_dtype(), std::move(shape),
-                             buffers.values.data());
+      view.values = MakeView(spec.batch_dtype(), std::move(shape), buffers.values.data());
     }
   }
   for (const FieldBuffers& buffers : slot->fields) {

@@ -22,8 +22,8 @@
 #include "oneapi/tbb/task_arena.h"
 #include "shardloader/batch.h"
 #include "shardloader/decode/decode_field.h"
-#include "shardloader/format/sample.h"
 #include "shardloader/engine/batch_pool.h"
+#include "shardloader/format/sample.h"
 #include "shardloader/plan/epoch_order.h"
 
 namespace shardloader::internal_pipeline {
@@ -32,8 +32,8 @@ namespace shardloader::internal_pipeline {
 // its decode error). Returns OK once `*sample` holds a readable replacement;
 // otherwise the error to raise. `*tries` counts the replacements tried for
 // the row so far (0 at first); the callee advances it.
-using ReplaceFn = absl::FunctionRef<absl::Status(
-    size_t row, const absl::Status& error, int* tries, Sample* sample)>;
+using ReplaceFn = absl::FunctionRef<absl::Status(size_t row, const absl::Status& error, int* tries,
+                                                 Sample* sample)>;
 
 // Decodes `samples` per `fields` into `slot` and returns the Batch viewing
 // it. `read_errors[i]` is the error reading sample i (OK if it was read).
@@ -41,11 +41,11 @@ using ReplaceFn = absl::FunctionRef<absl::Status(
 // SampleAugmentationSeed).
 // Errors: what `replace` returns, e.g. DataLoss (missing field, corrupt
 // value) with the sample's shard, offset and key.
-absl::StatusOr<Batch> AssembleBatch(
-    absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
-    absl::Span<const absl::Status> read_errors,
-    std::shared_ptr<internal_batch::BatchSlot> slot, tbb::task_arena& arena,
-    const OrderOptions& order, ReplaceFn replace);
+absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
+                                    absl::Span<const absl::Status> read_errors,
+                                    std::shared_ptr<internal_batch::BatchSlot> slot,
+                                    tbb::task_arena& arena, const OrderOptions& order,
+                                    ReplaceFn replace);
 
 }  // namespace shardloader::internal_pipeline
 

@@ -26,31 +26,30 @@ BadSamples::BadSamples(std::shared_ptr<const LoaderOptions> options, int64_t epo
 absl::Status BadSamples::Skip(const absl::Status& error) {
   if (options_->on_error != OnError::kSkip) return error;
   if (skipped_.fetch_add(1) >= max_skips_) {
-    return Prefixed(error, absl::StrCat("more bad samples than max_errors allows (",
-                                        max_skips_, " in this epoch); the last: "));
+    return Prefixed(error, absl::StrCat("more bad samples than max_errors allows (", max_skips_,
+                                        " in this epoch); the last: "));
   }
   stats_->RecordSkip(error);
   return absl::OkStatus();
 }
 
-absl::Status BadSamples::Replace(int64_t position, const absl::Status& error,
-                                 int* tries, Sample* sample) {
+absl::Status BadSamples::Replace(int64_t position, const absl::Status& error, int* tries,
+                                 Sample* sample) {
   absl::Status status = error;
   while (true) {
-    SL_RETURN_IF_ERROR(Skip(status));
+    SHARDLOADER_RETURN_IF_ERROR(Skip(status));
     if (*tries >= kMaxTries) {
       return Prefixed(error, absl::StrCat("no readable replacement in ", kMaxTries,
                                           " tries; the first error: "));
     }
-    internal_random::Rng rng(
-        ReplacementSeed(options_->seed, epoch_, position, (*tries)++));
+    internal_random::Rng rng(ReplacementSeed(options_->seed, epoch_, position, (*tries)++));
     const int64_t global = static_cast<int64_t>(rng.Below(first_sample_.back()));
-    const size_t shard = static_cast<size_t>(
-        std::upper_bound(first_sample_.begin(), first_sample_.end(), global) -
-        first_sample_.begin() - 1);
-    status = dataset_->Read({.shard = static_cast<int64_t>(shard),
-                             .index = global - first_sample_[shard]},
-                            wanted_, sample);
+    const size_t shard =
+        static_cast<size_t>(std::upper_bound(first_sample_.begin(), first_sample_.end(), global) -
+                            first_sample_.begin() - 1);
+    status = dataset_->Read(
+        {.shard = static_cast<int64_t>(shard), .index = global - first_sample_[shard]}, wanted_,
+        sample);
     if (status.ok()) return status;
   }
 }

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "shardloader/format/sample.h"
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/stats_counters.h"
+#include "shardloader/format/sample.h"
 #include "shardloader/loader_options.h"
 
 namespace shardloader::internal_pipeline {
@@ -33,17 +33,15 @@ class BadSamples {
 
   // With options->on_error == kSkip, up to `max_skips` bad samples of epoch
   // `epoch` are replaced; otherwise every error is raised.
-  BadSamples(std::shared_ptr<const LoaderOptions> options, int64_t epoch,
-             int64_t max_skips, std::shared_ptr<Dataset> dataset,
-             const std::vector<int64_t>& counts,
+  BadSamples(std::shared_ptr<const LoaderOptions> options, int64_t epoch, int64_t max_skips,
+             std::shared_ptr<Dataset> dataset, const std::vector<int64_t>& counts,
              std::vector<std::string> wanted_extensions,
              std::shared_ptr<internal_stats::StatsCounters> stats);
 
   // For the sample at `position` that failed with `error`: returns OK once
   // `*sample` holds a readable replacement, else the error to raise.
   // `*tries` counts this position's replacements so far.
-  absl::Status Replace(int64_t position, const absl::Status& error, int* tries,
-                       Sample* sample);
+  absl::Status Replace(int64_t position, const absl::Status& error, int* tries, Sample* sample);
 
  private:
   // Records one skip; the error to raise if the budget is spent.

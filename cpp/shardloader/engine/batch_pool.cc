@@ -2,8 +2,7 @@
 
 namespace shardloader::internal_batch {
 
-std::shared_ptr<BatchPool> BatchPool::Create(size_t num_fields,
-                                             size_t capacity, bool pin) {
+std::shared_ptr<BatchPool> BatchPool::Create(size_t num_fields, size_t capacity, bool pin) {
   return std::shared_ptr<BatchPool>(new BatchPool(num_fields, capacity, pin));
 }
 

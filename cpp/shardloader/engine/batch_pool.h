@@ -1,8 +1,8 @@
 // BatchPool: a pool of reusable batch slots, so that a warm loader allocates
 // no batch memory.
 //
-// A slot holds one buffer per field (plus offsets for ragged fields). Acquire() hands out a free slot, or a new one when the
-// consumer still holds every slot (so `list(loader)` works instead of
+// A slot holds one buffer per field (plus offsets for ragged fields). Acquire() hands out a free
+// slot, or a new one when the consumer still holds every slot (so `list(loader)` works instead of
 // deadlocking); a released slot returns to the free list while the list is
 // below `capacity`, and is freed otherwise. Memory therefore stays bounded by
 // capacity x batch bytes plus whatever the consumer chooses to keep.
@@ -36,8 +36,7 @@ struct BatchSlot {
 class BatchPool : public std::enable_shared_from_this<BatchPool> {
  public:
   // `pin`: page-lock slot memory with CUDA when a runtime is present.
-  static std::shared_ptr<BatchPool> Create(size_t num_fields, size_t capacity,
-                                           bool pin);
+  static std::shared_ptr<BatchPool> Create(size_t num_fields, size_t capacity, bool pin);
 
   std::shared_ptr<BatchSlot> Acquire();
 

@@ -12,14 +12,11 @@ namespace shardloader::internal_pipeline {
 struct BatchReaders::State {
   explicit State(BatchReadersConfig c)
       : config(std::move(c)),
-        num_samples(std::accumulate(config.counts.begin(), config.counts.end(),
-                                    int64_t{0})),
+        num_samples(std::accumulate(config.counts.begin(), config.counts.end(), int64_t{0})),
         ready(static_cast<size_t>(config.schedule.num_batches())) {}
 
   // Batches read ahead of the one being consumed.
-  int64_t Lookahead() const {
-    return static_cast<int64_t>(config.options->prefetch_batches) + 1;
-  }
+  int64_t Lookahead() const { return static_cast<int64_t>(config.options->prefetch_batches) + 1; }
 
   // Claims the next batch to read; nullopt when there is none or stopped.
   std::optional<int64_t> Claim() ABSL_LOCKS_EXCLUDED(mu) {
@@ -54,8 +51,8 @@ struct BatchReaders::State {
       const int64_t position = p < num_samples ? p : (p - num_samples) % num_samples;
       Sample& sample = batch.samples.emplace_back(config.sample_pool->Take());
       batch.positions.push_back(position);
-      batch.errors.push_back(config.dataset->Read(
-          order.At(position), config.wanted_extensions, &sample));
+      batch.errors.push_back(
+          config.dataset->Read(order.At(position), config.wanted_extensions, &sample));
     }
     absl::MutexLock lock(&mu);
     ready[j] = std::move(batch);
@@ -72,9 +69,9 @@ struct BatchReaders::State {
 
 BatchReaders::BatchReaders(BatchReadersConfig config)
     : state_(std::make_shared<State>(std::move(config))) {
-  const int num_threads = static_cast<int>(std::clamp<int64_t>(
-      state_->config.options->num_io_threads, 1,
-      std::max<int64_t>(1, state_->config.schedule.num_batches())));
+  const int num_threads = static_cast<int>(
+      std::clamp<int64_t>(state_->config.options->num_io_threads, 1,
+                          std::max<int64_t>(1, state_->config.schedule.num_batches())));
   for (int i = 0; i < num_threads; ++i) {
     std::thread([state = state_] {
       // Each thread walks the order with its own cached window.
@@ -99,9 +96,7 @@ std::optional<ReadBatch> BatchReaders::Pop(int64_t j) {
   return batch;
 }
 
-int64_t BatchReaders::num_batches() const {
-  return state_->config.schedule.num_batches();
-}
+int64_t BatchReaders::num_batches() const { return state_->config.schedule.num_batches(); }
 
 void BatchReaders::Stop() {
   absl::MutexLock lock(&state_->mu);

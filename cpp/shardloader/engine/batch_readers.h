@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "shardloader/format/sample.h"
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/sample_pool.h"
+#include "shardloader/format/sample.h"
 #include "shardloader/loader_options.h"
 #include "shardloader/plan/epoch_order.h"
 #include "shardloader/plan/rank_schedule.h"
@@ -34,16 +34,16 @@ namespace shardloader::internal_pipeline {
 // One batch's samples as read, before decoding.
 struct ReadBatch {
   std::vector<Sample> samples;
-  std::vector<absl::Status> errors;    // per sample; OK if read
-  std::vector<int64_t> positions;      // in the epoch's order
+  std::vector<absl::Status> errors;  // per sample; OK if read
+  std::vector<int64_t> positions;    // in the epoch's order
 };
 
 // What the readers read: num_io_threads threads read up to
 // prefetch_batches + 1 batches ahead of the consumer (LoaderOptions).
 struct BatchReadersConfig {
   std::shared_ptr<const LoaderOptions> options;  // not null
-  std::shared_ptr<Dataset> dataset;     // not null
-  std::vector<int64_t> counts;          // samples per shard
+  std::shared_ptr<Dataset> dataset;              // not null
+  std::vector<int64_t> counts;                   // samples per shard
   OrderOptions order;
   RankSchedule schedule;
   std::vector<std::string> wanted_extensions;

@@ -7,8 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "shardloader/status.h"
 #include "shardloader/io/open/open_source.h"
+#include "shardloader/status.h"
 
 namespace shardloader::internal_pipeline {
 namespace {
@@ -17,15 +17,14 @@ using internal_stats::ScopedTimer;
 using internal_stats::StatsCounters;
 
 // Reads `uri` whole, or only up to the first newline with `first_line`.
-absl::StatusOr<std::string> ReadText(const std::string& uri,
-                                     const SourceOptions& options,
+absl::StatusOr<std::string> ReadText(const std::string& uri, const SourceOptions& options,
                                      bool first_line) {
-  SL_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenSource(uri, options));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> source, OpenSource(uri, options));
   std::string text;
   char buffer[4096];
   while (true) {
-    SL_ASSIGN_OR_RETURN(const size_t n,
-                        source->Read(buffer, first_line ? 64 : sizeof(buffer)));
+    SHARDLOADER_ASSIGN_OR_RETURN(const size_t n,
+                                 source->Read(buffer, first_line ? 64 : sizeof(buffer)));
     if (n == 0) return text;
     text.append(buffer, n);
     if (first_line && text.find('\n') != std::string::npos) return text;
@@ -41,14 +40,13 @@ bool NoIndexFile(const absl::Status& status) {
 
 }  // namespace
 
-Dataset::Dataset(std::vector<std::string> shards,
-                 std::shared_ptr<const LoaderOptions> options,
+Dataset::Dataset(std::vector<std::string> shards, std::shared_ptr<const LoaderOptions> options,
                  std::shared_ptr<internal_stats::StatsCounters> stats)
     : shards_(std::move(shards)),
       options_(std::move(options)),
       stats_(std::move(stats)),
-      max_open_shards_(static_cast<size_t>(
-          std::clamp<int64_t>(2 * options_->window_shards + 2, 8, 256))),
+      max_open_shards_(
+          static_cast<size_t>(std::clamp<int64_t>(2 * options_->window_shards + 2, 8, 256))),
       opening_(new absl::Mutex[shards_.size()]) {
   for (const std::string& uri : shards_) {
     state_.push_back({.uri = std::make_shared<const std::string>(uri)});
@@ -67,8 +65,8 @@ absl::StatusOr<std::vector<int64_t>> Dataset::Counts() {
       counts[i] = Count(static_cast<int64_t>(i));
     }
   };
-  const size_t num_threads = std::min<size_t>(
-      std::max(1, options_->num_io_threads), shards_.size());
+  const size_t num_threads =
+      std::min<size_t>(std::max(1, options_->num_io_threads), shards_.size());
   std::vector<std::thread> threads;
   for (size_t t = 1; t < num_threads; ++t) threads.emplace_back(work);
   work();
@@ -76,7 +74,7 @@ absl::StatusOr<std::vector<int64_t>> Dataset::Counts() {
   std::vector<int64_t> out;
   out.reserve(counts.size());
   for (absl::StatusOr<int64_t>& count : counts) {
-    SL_RETURN_IF_ERROR(count.status());
+    SHARDLOADER_RETURN_IF_ERROR(count.status());
     out.push_back(*count);
   }
   absl::MutexLock lock(&mu_);
@@ -96,13 +94,12 @@ absl::StatusOr<int64_t> Dataset::Count(int64_t shard) {
     std::vector<absl::string_view> words =
         absl::StrSplit(head->substr(0, head->find('\n')), ' ', absl::SkipEmpty());
     if (words.size() != 2 || !absl::SimpleAtoi(words[1], &count) || count < 0) {
-      return WithContext(absl::DataLossError(
-                             "malformed shard index: its first line is not "
-                             "\"v1.2 <samples>\""),
+      return WithContext(absl::DataLossError("malformed shard index: its first line is not "
+                                             "\"v1.2 <samples>\""),
                          {.uri = index_uri});
     }
   } else if (NoIndexFile(head.status())) {
-    SL_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, Scan(shard));
+    SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, Scan(shard));
     count = index->num_samples();
   } else {
     return head.status();
@@ -113,13 +110,12 @@ absl::StatusOr<int64_t> Dataset::Count(int64_t shard) {
 }
 
 absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Scan(int64_t shard) {
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(shard));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(shard));
   auto index = std::make_shared<ShardIndex>();
   absl::Status status;
   {
     ScopedTimer timer(stats_->read_busy_ns);
-    status = ScanShardIndex(StreamOf(source, options_->source.block_size_bytes),
-                            index.get());
+    status = ScanShardIndex(StreamOf(source, options_->source.block_size_bytes), index.get());
   }
   absl::MutexLock lock(&mu_);
   if (!status.ok()) {
@@ -140,16 +136,15 @@ absl::StatusOr<std::shared_ptr<const ShardIndex>> Dataset::Index(int64_t shard) 
   const std::string index_uri = IndexUriFor(shards_[shard]);
   absl::StatusOr<std::string> text = ReadText(index_uri, options_->source, false);
   if (NoIndexFile(text.status())) return Scan(shard);
-  SL_RETURN_IF_ERROR(text.status());
-  SL_ASSIGN_OR_RETURN(ShardIndex parsed, ParseShardIndex(*text, index_uri));
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(shard));
-  SL_RETURN_IF_ERROR(CheckShardIndexBounds(parsed, source->size(),
-                                           shards_[shard], index_uri));
+  SHARDLOADER_RETURN_IF_ERROR(text.status());
+  SHARDLOADER_ASSIGN_OR_RETURN(ShardIndex parsed, ParseShardIndex(*text, index_uri));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(shard));
+  SHARDLOADER_RETURN_IF_ERROR(
+      CheckShardIndexBounds(parsed, source->size(), shards_[shard], index_uri));
   if (count >= 0 && parsed.num_samples() != count) {
     return WithContext(
-        absl::DataLossError(absl::StrCat("the shard index changed while in use: ",
-                                         count, " samples, now ",
-                                         parsed.num_samples())),
+        absl::DataLossError(absl::StrCat("the shard index changed while in use: ", count,
+                                         " samples, now ", parsed.num_samples())),
         {.uri = index_uri});
   }
   absl::MutexLock lock(&mu_);
@@ -175,7 +170,7 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> Dataset::Open(int64_t shard)
     ScopedTimer timer(stats_->read_busy_ns);
     source = OpenRandomAccess(shards_[shard], options_->source);
   }
-  SL_RETURN_IF_ERROR(source.status());
+  SHARDLOADER_RETURN_IF_ERROR(source.status());
   StatsCounters::Add(stats_->num_shards_opened, 1);
   absl::MutexLock lock(&mu_);
   if (open_.size() >= max_open_shards_) {
@@ -192,10 +187,9 @@ void Dataset::Prefetch(int64_t shard) const {
   PrefetchShard(shards_[shard], options_->source).IgnoreError();
 }
 
-absl::Status Dataset::Read(SampleRef ref, absl::Span<const std::string> wanted,
-                           Sample* out) {
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, Index(ref.shard));
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(ref.shard));
+absl::Status Dataset::Read(SampleRef ref, absl::Span<const std::string> wanted, Sample* out) {
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, Index(ref.shard));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source, Open(ref.shard));
   {
     absl::MutexLock lock(&mu_);
     out->shard = state_[ref.shard].uri;

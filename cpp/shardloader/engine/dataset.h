@@ -28,11 +28,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "shardloader/engine/stats_counters.h"
 #include "shardloader/format/sample.h"
 #include "shardloader/format/shard_index.h"
-#include "shardloader/engine/stats_counters.h"
-#include "shardloader/loader_options.h"
 #include "shardloader/io/random_access.h"
+#include "shardloader/loader_options.h"
 #include "shardloader/plan/epoch_order.h"
 
 namespace shardloader::internal_pipeline {
@@ -56,8 +56,8 @@ class Dataset {
 
   // Reads sample `ref` into `*out` (members with extensions in `wanted`;
   // see ReadIndexedSample) and sets its shard and shard index.
-  absl::Status Read(SampleRef ref, absl::Span<const std::string> wanted,
-                    Sample* out) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Read(SampleRef ref, absl::Span<const std::string> wanted, Sample* out)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Shard {
@@ -72,13 +72,10 @@ class Dataset {
   };
 
   absl::StatusOr<int64_t> Count(int64_t shard) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::shared_ptr<const ShardIndex>> Index(int64_t shard)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::shared_ptr<const ShardIndex>> Index(int64_t shard) ABSL_LOCKS_EXCLUDED(mu_);
   // Builds the index from the shard's headers and keeps it.
-  absl::StatusOr<std::shared_ptr<const ShardIndex>> Scan(int64_t shard)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<std::shared_ptr<RandomAccessSource>> Open(int64_t shard)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::shared_ptr<const ShardIndex>> Scan(int64_t shard) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::shared_ptr<RandomAccessSource>> Open(int64_t shard) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::vector<std::string> shards_;
   const std::shared_ptr<const LoaderOptions> options_;

@@ -11,8 +11,7 @@ namespace {
 std::vector<std::string> WantedExtensions(const std::vector<FieldSpec>& fields) {
   std::vector<std::string> extensions;
   for (const FieldSpec& field : fields) {
-    extensions.insert(extensions.end(), field.extensions.begin(),
-                      field.extensions.end());
+    extensions.insert(extensions.end(), field.extensions.begin(), field.extensions.end());
   }
   return extensions;
 }
@@ -25,8 +24,7 @@ struct Pipeline::Counting {
   bool stopped ABSL_GUARDED_BY(mu) = false;
 };
 
-Pipeline::Pipeline(PipelineConfig config,
-                   std::shared_ptr<internal_batch::BatchPool> pool,
+Pipeline::Pipeline(PipelineConfig config, std::shared_ptr<internal_batch::BatchPool> pool,
                    tbb::task_arena* arena)
     : config_(std::move(config)),
       order_{.seed = config_.options->seed,
@@ -35,8 +33,8 @@ Pipeline::Pipeline(PipelineConfig config,
              .window_shards = config_.options->window_shards},
       pool_(std::move(pool)),
       arena_(arena),
-      sample_pool_(std::make_shared<SamplePool>(static_cast<size_t>(
-          std::max<int64_t>(2 * config_.schedule.batch_size, 256)))),
+      sample_pool_(std::make_shared<SamplePool>(
+          static_cast<size_t>(std::max<int64_t>(2 * config_.schedule.batch_size, 256)))),
       ready_(config_.options->prefetch_batches),
       counting_(std::make_shared<Counting>()),
       assembler_([this] { Assemble(); }) {}
@@ -96,19 +94,17 @@ bool Pipeline::Start() {
   bad_samples_ = std::make_unique<BadSamples>(
       config_.options, config_.epoch,
       std::max<int64_t>(config_.options->max_errors,
-                        static_cast<int64_t>(config_.options->max_error_fraction *
-                                             reader_samples)),
+                        static_cast<int64_t>(config_.options->max_error_fraction * reader_samples)),
       config_.dataset, *counts, wanted, config_.stats);
   absl::MutexLock lock(&mu_);
   if (stopped_) return false;
-  readers_ = std::make_unique<BatchReaders>(BatchReadersConfig{
-      .options = config_.options,
-      .dataset = config_.dataset,
-      .counts = *std::move(counts),
-      .order = order_,
-      .schedule = *schedule,
-      .wanted_extensions = wanted,
-      .sample_pool = sample_pool_});
+  readers_ = std::make_unique<BatchReaders>(BatchReadersConfig{.options = config_.options,
+                                                               .dataset = config_.dataset,
+                                                               .counts = *std::move(counts),
+                                                               .order = order_,
+                                                               .schedule = *schedule,
+                                                               .wanted_extensions = wanted,
+                                                               .sample_pool = sample_pool_});
   return true;
 }
 
@@ -119,9 +115,7 @@ absl::StatusOr<std::optional<Batch>> Pipeline::Next() {
   return std::move(**item);
 }
 
-bool Pipeline::WaitReady(absl::Duration timeout) {
-  return ready_.WaitPoppable(timeout);
-}
+bool Pipeline::WaitReady(absl::Duration timeout) { return ready_.WaitPoppable(timeout); }
 
 void Pipeline::Fail(absl::Status error) {
   internal_stats::StatsCounters::Add(config_.stats->num_errors, 1);
@@ -147,10 +141,8 @@ void Pipeline::Assemble() {
     {
       internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
       batch = AssembleBatch(
-          config_.options->fields, absl::MakeSpan(read->samples), read->errors,
-          pool_->Acquire(), *arena_,
-          order_,
-          [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
+          config_.options->fields, absl::MakeSpan(read->samples), read->errors, pool_->Acquire(),
+          *arena_, order_, [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
             return bad_samples_->Replace(read->positions[row], error, tries, sample);
           });
     }

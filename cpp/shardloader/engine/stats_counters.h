@@ -59,11 +59,8 @@ struct StatsCounters {
 // Adds the time from construction to destruction to a nanosecond counter.
 class ScopedTimer {
  public:
-  explicit ScopedTimer(std::atomic<int64_t>& counter)
-      : counter_(counter), start_(absl::Now()) {}
-  ~ScopedTimer() {
-    StatsCounters::Add(counter_, absl::ToInt64Nanoseconds(absl::Now() - start_));
-  }
+  explicit ScopedTimer(std::atomic<int64_t>& counter) : counter_(counter), start_(absl::Now()) {}
+  ~ScopedTimer() { StatsCounters::Add(counter_, absl::ToInt64Nanoseconds(absl::Now() - start_)); }
   ScopedTimer(const ScopedTimer&) = delete;
   ScopedTimer& operator=(const ScopedTimer&) = delete;
 

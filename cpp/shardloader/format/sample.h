@@ -15,9 +15,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "shardloader/status.h"
 
 namespace shardloader {
@@ -29,21 +29,19 @@ struct SampleField {
   // alive), in `view`, with `data` empty. Read them through bytes().
   std::string data;
   std::string_view view;
-  int64_t offset = 0;     // byte offset of the member's data in the shard
-  int64_t size = 0;       // the member's size in bytes
+  int64_t offset = 0;  // byte offset of the member's data in the shard
+  int64_t size = 0;    // the member's size in bytes
 
   // The member's bytes (empty if not read).
-  std::string_view bytes() const {
-    return view.data() != nullptr ? view : std::string_view(data);
-  }
+  std::string_view bytes() const { return view.data() != nullptr ? view : std::string_view(data); }
 };
 
 struct Sample {
   std::string key;
   std::shared_ptr<const std::string> shard;  // URI of its shard (shared)
-  int64_t offset = 0;  // byte offset of its first member's header
-  int64_t index = 0;   // position among the shard's samples, from 0
-  int64_t shard_index = 0;  // the shard's position in the loader's list
+  int64_t offset = 0;                        // byte offset of its first member's header
+  int64_t index = 0;                         // position among the shard's samples, from 0
+  int64_t shard_index = 0;                   // the shard's position in the loader's list
   // The sample's fields. A reused Sample keeps the capacity of its fields'
   // strings, so refilling it allocates nothing in steady state.
   std::vector<SampleField> fields;

@@ -10,18 +10,15 @@ namespace {
 
 bool IsMetadata(absl::string_view path) {
   const size_t slash = path.rfind('/');
-  const absl::string_view name =
-      slash == absl::string_view::npos ? path : path.substr(slash + 1);
+  const absl::string_view name = slash == absl::string_view::npos ? path : path.substr(slash + 1);
   const absl::string_view stem = name.substr(0, name.find('.'));
-  return stem.size() >= 4 && absl::StartsWith(stem, "__") &&
-         absl::EndsWith(stem, "__");
+  return stem.size() >= 4 && absl::StartsWith(stem, "__") && absl::EndsWith(stem, "__");
 }
 
 }  // namespace
 
-SampleReader::SampleReader(
-    std::unique_ptr<ByteSource> source,
-    std::optional<std::vector<std::string>> wanted_extensions)
+SampleReader::SampleReader(std::unique_ptr<ByteSource> source,
+                           std::optional<std::vector<std::string>> wanted_extensions)
     : source_(std::move(source)),
       uri_(std::make_shared<const std::string>(source_->uri())),
       tar_(source_.get()),
@@ -37,15 +34,14 @@ bool SampleReader::Wanted(absl::string_view extension) const {
 
 absl::StatusOr<std::optional<TarMember>> SampleReader::NextDataMember() {
   while (true) {
-    SL_ASSIGN_OR_RETURN(std::optional<TarMember> member, tar_.Next());
+    SHARDLOADER_ASSIGN_OR_RETURN(std::optional<TarMember> member, tar_.Next());
     if (!member.has_value()) {
       if (next_index_ == 0 && first_skipped_.has_value()) {
-        return WithContext(
-            absl::DataLossError(absl::StrCat(
-                "the shard holds tar members but no sample: no regular file "
-                "named KEY.EXTENSION (the first member is '",
-                absl::CHexEscape(first_skipped_->second.substr(0, 200)), "')")),
-            {.uri = *uri_, .offset = first_skipped_->first});
+        return WithContext(absl::DataLossError(absl::StrCat(
+                               "the shard holds tar members but no sample: no regular file "
+                               "named KEY.EXTENSION (the first member is '",
+                               absl::CHexEscape(first_skipped_->second.substr(0, 200)), "')")),
+                           {.uri = *uri_, .offset = first_skipped_->first});
       }
       return std::nullopt;
     }
@@ -61,7 +57,7 @@ absl::StatusOr<std::optional<TarMember>> SampleReader::NextDataMember() {
 
 absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
   if (!pending_.has_value()) {
-    SL_ASSIGN_OR_RETURN(pending_, NextDataMember());
+    SHARDLOADER_ASSIGN_OR_RETURN(pending_, NextDataMember());
     if (!pending_.has_value()) return false;
   }
   sample->shard = uri_;
@@ -76,11 +72,9 @@ absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
     if (split.key != sample->key) break;
     for (size_t i = 0; i < num_fields; ++i) {
       if (sample->fields[i].extension == split.extension) {
-        return WithContext(
-            absl::DataLossError(absl::StrCat(
-                "repeated extension '", split.extension, "' in one sample")),
-            {.uri = *uri_, .offset = pending_->header_offset,
-             .key = sample->key});
+        return WithContext(absl::DataLossError(absl::StrCat("repeated extension '", split.extension,
+                                                            "' in one sample")),
+                           {.uri = *uri_, .offset = pending_->header_offset, .key = sample->key});
       }
     }
     if (num_fields == sample->fields.size()) sample->fields.emplace_back();
@@ -90,12 +84,11 @@ absl::StatusOr<bool> SampleReader::Next(Sample* sample) {
     field.size = pending_->size;
     field.view = {};
     if (Wanted(split.extension)) {
-      SL_RETURN_IF_ERROR(WithContext(tar_.ReadData(&field.data),
-                                     {.key = sample->key}));
+      SHARDLOADER_RETURN_IF_ERROR(WithContext(tar_.ReadData(&field.data), {.key = sample->key}));
     } else {
       field.data.clear();
     }
-    SL_ASSIGN_OR_RETURN(pending_, NextDataMember());
+    SHARDLOADER_ASSIGN_OR_RETURN(pending_, NextDataMember());
   }
   sample->fields.resize(num_fields);
   return true;

@@ -34,9 +34,8 @@ class SampleReader {
  public:
   // `wanted_extensions`: the extensions whose data is read (others appear in
   // Sample::fields with empty data); nullopt reads every field.
-  explicit SampleReader(
-      std::unique_ptr<ByteSource> source,
-      std::optional<std::vector<std::string>> wanted_extensions = std::nullopt);
+  explicit SampleReader(std::unique_ptr<ByteSource> source,
+                        std::optional<std::vector<std::string>> wanted_extensions = std::nullopt);
 
   // Reads the next sample into `*sample`, reusing its strings' capacity.
   // Returns false at the end of the shard. Errors: those of TarReader, and

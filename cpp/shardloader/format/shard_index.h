@@ -42,8 +42,8 @@
 #include "absl/types/span.h"
 #include "shardloader/format/sample.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/source_options.h"
 #include "shardloader/io/random_access.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 
@@ -69,9 +69,9 @@ class ShardIndex {
   void SetHeaderOffset(int64_t offset) { header_offsets_.back() = offset; }
 
  private:
-  std::string keys_;                   // all keys, concatenated
-  std::vector<uint32_t> key_end_;      // end of each key in keys_
-  std::vector<uint32_t> first_member_; // index into members_
+  std::string keys_;                    // all keys, concatenated
+  std::vector<uint32_t> key_end_;       // end of each key in keys_
+  std::vector<uint32_t> first_member_;  // index into members_
   std::vector<int64_t> header_offsets_;
   std::vector<IndexedMember> members_;
   std::vector<std::string> extensions_;  // distinct extensions
@@ -85,8 +85,7 @@ absl::Status ScanShardIndex(std::unique_ptr<ByteSource> shard, ShardIndex* index
 // Parses a DALI WebDataset index (v1.1 or v1.2), unescaping names and
 // extensions (see the top of this file). Errors: DataLoss naming
 // `uri` and the line for malformed text or a sample count that disagrees.
-absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
-                                           const std::string& uri);
+absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text, const std::string& uri);
 
 // Checks every member of `index`, read from the index file `index_uri`,
 // against the real size of its shard: its data starts after a header block
@@ -95,8 +94,7 @@ absl::StatusOr<ShardIndex> ParseShardIndex(absl::string_view text,
 // allocation or mapping is sized by it. Errors: DataLoss naming the shard,
 // the index file and its line, and the member's offset and sample key.
 absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
-                                   const std::string& shard_uri,
-                                   const std::string& index_uri);
+                                   const std::string& shard_uri, const std::string& index_uri);
 
 // Formats `index` as a v1.2 DALI WebDataset index, escaping names and
 // extensions (see the top of this file).
@@ -127,8 +125,7 @@ std::string IndexUriFor(const std::string& shard_uri);
 // or allocated for it.
 absl::Status ReadIndexedSample(std::shared_ptr<const RandomAccessSource> shard,
                                const ShardIndex& index, int64_t sample,
-                               absl::Span<const std::string> wanted,
-                               Sample* out);
+                               absl::Span<const std::string> wanted, Sample* out);
 
 }  // namespace shardloader
 

@@ -79,14 +79,11 @@ absl::string_view Get(const char* block, Field field) {
 }
 
 // The bytes of `s` up to its first NUL.
-absl::string_view CString(absl::string_view s) {
-  return s.substr(0, s.find('\0'));
-}
+absl::string_view CString(absl::string_view s) { return s.substr(0, s.find('\0')); }
 
 bool IsAscii(absl::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x80;
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 bool IsZeroBlock(const char* block) {
@@ -121,8 +118,7 @@ std::optional<int64_t> ParseNumeric(absl::string_view field) {
     value = value << 8 | c;
   }
   if ((value >> 63) != 0) return std::nullopt;
-  return invert != 0 ? ~static_cast<int64_t>(value)
-                     : static_cast<int64_t>(value);
+  return invert != 0 ? ~static_cast<int64_t>(value) : static_cast<int64_t>(value);
 }
 
 // A decimal int64 with an optional sign, as Go's strconv.ParseInt(s, 10, 64).
@@ -161,13 +157,11 @@ bool IsValidPaxRecord(absl::string_view key, absl::string_view value) {
 
 // Splits the first record "<length> <key>=<value>\n" off `data`, where
 // <length> counts the whole record. Returns false if it is malformed.
-bool NextPaxRecord(absl::string_view* data, absl::string_view* key,
-                   absl::string_view* value) {
+bool NextPaxRecord(absl::string_view* data, absl::string_view* key, absl::string_view* value) {
   const size_t space = data->find(' ');
   if (space == absl::string_view::npos) return false;
   const std::optional<int64_t> length = ParseDecimal(data->substr(0, space));
-  if (!length.has_value() || *length < 5 ||
-      *length > static_cast<int64_t>(data->size()) ||
+  if (!length.has_value() || *length < 5 || *length > static_cast<int64_t>(data->size()) ||
       *length <= static_cast<int64_t>(space + 1)) {
     return false;
   }
@@ -190,8 +184,8 @@ class SparseMapChecker {
 
   bool Add(int64_t offset, int64_t length) {
     if (size_ < 0 || offset < 0 || length < 0 ||
-        offset > std::numeric_limits<int64_t>::max() - length ||
-        offset + length > size_ || offset < end_) {
+        offset > std::numeric_limits<int64_t>::max() - length || offset + length > size_ ||
+        offset < end_) {
       return false;
     }
     end_ = offset + length;
@@ -221,19 +215,16 @@ bool ChecksumMatches(const char* block) {
   const std::optional<int64_t> stored = ParseOctal(Get(block, kChecksum));
   if (!stored.has_value()) return false;
   // POSIX sums unsigned bytes; historic Sun tar summed signed ones.
-  return *stored == HeaderSum<unsigned char>(block) ||
-         *stored == HeaderSum<signed char>(block);
+  return *stored == HeaderSum<unsigned char>(block) || *stored == HeaderSum<signed char>(block);
 }
 
 Format GetFormat(const char* block) {
   const absl::string_view magic = Get(block, kMagic);
   if (magic == absl::string_view("ustar\0", 6)) {
-    return Get(block, kStarTrailer) == absl::string_view("tar\0", 4)
-               ? Format::kStar
-               : Format::kUstar;
+    return Get(block, kStarTrailer) == absl::string_view("tar\0", 4) ? Format::kStar
+                                                                     : Format::kUstar;
   }
-  if (magic == "ustar " &&
-      Get(block, kVersion) == absl::string_view(" \0", 2)) {
+  if (magic == "ustar " && Get(block, kVersion) == absl::string_view(" \0", 2)) {
     return Format::kGnu;
   }
   return Format::kV7;
@@ -275,8 +266,7 @@ absl::StatusOr<Header> ParseHeader(const char* block, Format format) {
         // earlier wrote a ustar prefix into GNU headers (golang.org/issue/
         // 12594): if the times do not parse, read an ASCII prefix there.
         auto time_ok = [block](Field field) {
-          return block[field.offset] == 0 ||
-                 ParseNumeric(Get(block, field)).has_value();
+          return block[field.offset] == 0 || ParseNumeric(Get(block, field)).has_value();
         };
         if (!time_ok(kGnuAtime) || !time_ok(kGnuCtime)) {
           const absl::string_view legacy = CString(Get(block, kUstarPrefix));
@@ -297,9 +287,7 @@ absl::StatusOr<Header> ParseHeader(const char* block, Format format) {
 
 // Types whose size field does not describe stored data (Go's
 // isHeaderOnlyType).
-bool IsHeaderOnly(char typeflag) {
-  return typeflag >= '1' && typeflag <= '6';
-}
+bool IsHeaderOnly(char typeflag) { return typeflag >= '1' && typeflag <= '6'; }
 
 TarEntryType EntryType(char typeflag, absl::string_view name) {
   switch (typeflag) {
@@ -324,14 +312,13 @@ TarEntryType EntryType(char typeflag, absl::string_view name) {
 // A member name for error messages: escaped and bounded.
 std::string Quote(absl::string_view name) {
   constexpr size_t kMaxBytes = 200;
-  return absl::StrCat(
-      "'", absl::CHexEscape(name.substr(0, kMaxBytes)),
-      name.size() > kMaxBytes ? "...'" : "'");
+  return absl::StrCat("'", absl::CHexEscape(name.substr(0, kMaxBytes)),
+                      name.size() > kMaxBytes ? "...'" : "'");
 }
 
 // Names the shard and the offset of the header at fault.
-absl::Status WithShardContext(const absl::Status& status,
-                              const ByteSource& source, int64_t offset) {
+absl::Status WithShardContext(const absl::Status& status, const ByteSource& source,
+                              int64_t offset) {
   ErrorContext context;
   context.uri = source.uri();
   context.offset = offset;
@@ -339,8 +326,7 @@ absl::Status WithShardContext(const absl::Status& status,
 }
 
 absl::Status TruncatedHeader() {
-  return absl::DataLossError(
-      "unexpected end of archive: truncated tar header");
+  return absl::DataLossError("unexpected end of archive: truncated tar header");
 }
 
 }  // namespace
@@ -372,17 +358,16 @@ absl::Status TarReader::ReadData(std::string* out) {
   // One resize if the member fits in kReadStepBytes or in the capacity `out`
   // already has; geometric growth beyond.
   while (done < size) {
-    const size_t target = std::min(
-        size, std::max({kReadStepBytes, out->capacity(), 2 * done}));
+    const size_t target = std::min(size, std::max({kReadStepBytes, out->capacity(), 2 * done}));
     out->resize(target);
     absl::StatusOr<size_t> n = ReadUpTo(out->data() + done, target - done);
     absl::Status status = n.status();
     if (status.ok()) {
       done += *n;
       if (done < target) {
-        status = absl::DataLossError(absl::StrCat(
-            "unexpected end of archive in the data of ", Quote(member_name_),
-            " (", done, " of ", size, " bytes)"));
+        status = absl::DataLossError(absl::StrCat("unexpected end of archive in the data of ",
+                                                  Quote(member_name_), " (", done, " of ", size,
+                                                  " bytes)"));
       }
     }
     if (!status.ok()) {
@@ -397,7 +382,7 @@ absl::Status TarReader::ReadData(std::string* out) {
 
 absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
   if (at_end_) return std::nullopt;
-  SL_RETURN_IF_ERROR(SkipCurrent());
+  SHARDLOADER_RETURN_IF_ERROR(SkipCurrent());
   pax_records_.clear();
   long_name_.clear();
   long_link_.clear();
@@ -406,7 +391,7 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
   while (true) {
     const int64_t offset = source_->position();
     error_offset_ = offset;
-    SL_ASSIGN_OR_RETURN(const bool got_block, ReadBlock(block));
+    SHARDLOADER_ASSIGN_OR_RETURN(const bool got_block, ReadBlock(block));
     if (!got_block) {
       at_end_ = true;
       return std::nullopt;
@@ -414,12 +399,11 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
     if (IsZeroBlock(block)) {
       // The end: two zero blocks, or one at the end of the stream.
       error_offset_ = source_->position();
-      SL_ASSIGN_OR_RETURN(const bool got_second, ReadBlock(block));
+      SHARDLOADER_ASSIGN_OR_RETURN(const bool got_second, ReadBlock(block));
       if (got_second && !IsZeroBlock(block)) {
-        return absl::DataLossError(
-            "a zero block (end of archive) followed by a non-zero block");
+        return absl::DataLossError("a zero block (end of archive) followed by a non-zero block");
       }
-      if (got_second) SL_RETURN_IF_ERROR(CheckOnlyZerosFollow(offset));
+      if (got_second) SHARDLOADER_RETURN_IF_ERROR(CheckOnlyZerosFollow(offset));
       at_end_ = true;
       return std::nullopt;
     }
@@ -427,11 +411,10 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
       return absl::DataLossError("invalid tar header checksum");
     }
     const Format format = GetFormat(block);
-    SL_ASSIGN_OR_RETURN(Header header, ParseHeader(block, format));
+    SHARDLOADER_ASSIGN_OR_RETURN(Header header, ParseHeader(block, format));
     const bool header_only = IsHeaderOnly(header.typeflag);
     if (!header_only && header.size < 0) {
-      return absl::DataLossError(
-          absl::StrCat("negative size in tar header: ", header.size));
+      return absl::DataLossError(absl::StrCat("negative size in tar header: ", header.size));
     }
     if (first_offset < 0) first_offset = offset;
 
@@ -439,8 +422,8 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
       case 'x':  // PAX extended header for the next member
       case 'X':  // the same, as written by Solaris tar
       case 'g':  // PAX global header
-        SL_RETURN_IF_ERROR(ReadExtension(header.size, &pax_data_));
-        SL_RETURN_IF_ERROR(ParsePaxData());
+        SHARDLOADER_RETURN_IF_ERROR(ReadExtension(header.size, &pax_data_));
+        SHARDLOADER_RETURN_IF_ERROR(ParsePaxData());
         if (header.typeflag == 'g') {
           // Local extensions before a global header are dropped (as Go,
           // Python's tarfile).
@@ -453,9 +436,8 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
         continue;
       case 'L':    // GNU long name for the next member
       case 'K': {  // GNU long link name for the next member
-        std::string* value =
-            header.typeflag == 'L' ? &long_name_ : &long_link_;
-        SL_RETURN_IF_ERROR(ReadExtension(header.size, value));
+        std::string* value = header.typeflag == 'L' ? &long_name_ : &long_link_;
+        SHARDLOADER_RETURN_IF_ERROR(ReadExtension(header.size, value));
         value->resize(CString(*value).size());
         continue;
       }
@@ -465,8 +447,7 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
 
     // A member: extension headers override its own fields, local PAX records
     // before global ones; an empty local value restores the header's field.
-    auto override_with = [this](absl::string_view key,
-                                const std::optional<std::string>& global,
+    auto override_with = [this](absl::string_view key, const std::optional<std::string>& global,
                                 std::string* field) {
       if (const std::optional<absl::string_view> local = LocalRecord(key)) {
         if (!local->empty()) field->assign(local->data(), local->size());
@@ -494,28 +475,23 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
       if (format != Format::kGnu) {
         return absl::DataLossError("GNU sparse header in a non-GNU archive");
       }
-      SL_RETURN_IF_ERROR(ReadOldGnuSparseMap(block));
+      SHARDLOADER_RETURN_IF_ERROR(ReadOldGnuSparseMap(block));
       sparse = true;
     } else {
-      SL_ASSIGN_OR_RETURN(sparse, CheckPaxSparse(size, &member.name));
+      SHARDLOADER_ASSIGN_OR_RETURN(sparse, CheckPaxSparse(size, &member.name));
       if (sparse && header_only) {
-        return absl::DataLossError(
-            "GNU sparse records for a member without data");
+        return absl::DataLossError("GNU sparse records for a member without data");
       }
     }
 
-    member.type = sparse ? TarEntryType::kOther
-                         : EntryType(header.typeflag, member.name);
-    if (member.type != TarEntryType::kHardLink &&
-        member.type != TarEntryType::kSymlink) {
+    member.type = sparse ? TarEntryType::kOther : EntryType(header.typeflag, member.name);
+    if (member.type != TarEntryType::kHardLink && member.type != TarEntryType::kSymlink) {
       member.link_name.clear();
     }
     member.header_offset = first_offset;
     member.data_offset = source_->position();
-    if (size > std::numeric_limits<int64_t>::max() - kBlockSize -
-                   member.data_offset) {
-      return absl::DataLossError(
-          absl::StrCat("size in tar header too large: ", size));
+    if (size > std::numeric_limits<int64_t>::max() - kBlockSize - member.data_offset) {
+      return absl::DataLossError(absl::StrCat("size in tar header too large: ", size));
     }
     member.size = size;
     member_name_ = member.name;
@@ -530,16 +506,16 @@ absl::StatusOr<std::optional<TarMember>> TarReader::ReadNextMember() {
 absl::Status TarReader::SkipCurrent() {
   if (remaining_ > 0) {
     error_offset_ = member_offset_;
-    SL_ASSIGN_OR_RETURN(const int64_t skipped, SkipUpTo(remaining_));
+    SHARDLOADER_ASSIGN_OR_RETURN(const int64_t skipped, SkipUpTo(remaining_));
     if (skipped < remaining_) {
-      return absl::DataLossError(absl::StrCat(
-          "unexpected end of archive in the data of ", Quote(member_name_),
-          " (", skipped, " of ", remaining_, " bytes)"));
+      return absl::DataLossError(absl::StrCat("unexpected end of archive in the data of ",
+                                              Quote(member_name_), " (", skipped, " of ",
+                                              remaining_, " bytes)"));
     }
   }
   // The stream may end within the padding: the next header read then finds
   // a clean end (as Go).
-  SL_RETURN_IF_ERROR(SkipUpTo(padding_).status());
+  SHARDLOADER_RETURN_IF_ERROR(SkipUpTo(padding_).status());
   remaining_ = 0;
   padding_ = 0;
   data_read_ = true;
@@ -547,8 +523,7 @@ absl::Status TarReader::SkipCurrent() {
 }
 
 absl::Status TarReader::ReadOldGnuSparseMap(char* block) {
-  const std::optional<int64_t> real_size =
-      ParseNumeric(Get(block, kGnuRealSize));
+  const std::optional<int64_t> real_size = ParseNumeric(Get(block, kGnuRealSize));
   if (!real_size.has_value()) {
     return absl::DataLossError("invalid numeric field in tar header");
   }
@@ -561,13 +536,12 @@ absl::Status TarReader::ReadOldGnuSparseMap(char* block) {
       if (entry[0] == 0) break;  // the end of the entries, as GNU/BSD tar
       const std::optional<int64_t> offset = ParseNumeric(entry.substr(0, 12));
       const std::optional<int64_t> length = ParseNumeric(entry.substr(12));
-      if (!offset.has_value() || !length.has_value() ||
-          !checker.Add(*offset, *length)) {
+      if (!offset.has_value() || !length.has_value() || !checker.Add(*offset, *length)) {
         return absl::DataLossError("invalid GNU sparse map");
       }
     }
     if (!extended) return absl::OkStatus();
-    SL_ASSIGN_OR_RETURN(const bool got_block, ReadBlock(block));
+    SHARDLOADER_ASSIGN_OR_RETURN(const bool got_block, ReadBlock(block));
     if (!got_block) return TruncatedHeader();
     entries = Get(block, kSparseExtension);
     extended = block[kSparseExtensionIsExtendedOffset] != 0;
@@ -579,14 +553,16 @@ absl::Status TarReader::CheckOnlyZerosFollow(int64_t end_offset) {
   while (true) {
     const int64_t position = source_->position();
     error_offset_ = position;
-    SL_ASSIGN_OR_RETURN(const size_t n, ReadUpTo(buffer.data(), buffer.size()));
+    SHARDLOADER_ASSIGN_OR_RETURN(const size_t n, ReadUpTo(buffer.data(), buffer.size()));
     const size_t nonzero = buffer.find_first_not_of('\0');
     if (nonzero < n) {
       error_offset_ = position + static_cast<int64_t>(nonzero);
-      return absl::DataLossError(absl::StrCat(
-          "non-zero data after the end-of-archive marker (two zero blocks at "
-          "offset ", end_offset, "): the shard is damaged, e.g. zeroed or "
-          "overwritten in part"));
+      return absl::DataLossError(
+          absl::StrCat("non-zero data after the end-of-archive marker (two zero blocks at "
+                       "offset ",
+                       end_offset,
+                       "): the shard is damaged, e.g. zeroed or "
+                       "overwritten in part"));
     }
     if (n < buffer.size()) return absl::OkStatus();
   }
@@ -595,7 +571,7 @@ absl::Status TarReader::CheckOnlyZerosFollow(int64_t end_offset) {
 absl::StatusOr<size_t> TarReader::ReadUpTo(char* dst, size_t size) {
   size_t done = 0;
   while (done < size) {
-    SL_ASSIGN_OR_RETURN(const size_t n, source_->Read(dst + done, size - done));
+    SHARDLOADER_ASSIGN_OR_RETURN(const size_t n, source_->Read(dst + done, size - done));
     if (n == 0) break;
     done += n;
   }
@@ -606,7 +582,7 @@ absl::StatusOr<int64_t> TarReader::SkipUpTo(int64_t size) {
   int64_t skipped = 0;
   while (skipped < size) {
     const int64_t step = std::min(size - skipped, kMaxSkipBytes);
-    SL_ASSIGN_OR_RETURN(const int64_t n, source_->Skip(step));
+    SHARDLOADER_ASSIGN_OR_RETURN(const int64_t n, source_->Skip(step));
     skipped += n;
     if (n < step) break;
   }
@@ -614,8 +590,7 @@ absl::StatusOr<int64_t> TarReader::SkipUpTo(int64_t size) {
 }
 
 absl::StatusOr<bool> TarReader::ReadBlock(char* block) {
-  SL_ASSIGN_OR_RETURN(const size_t n,
-                      ReadUpTo(block, static_cast<size_t>(kBlockSize)));
+  SHARDLOADER_ASSIGN_OR_RETURN(const size_t n, ReadUpTo(block, static_cast<size_t>(kBlockSize)));
   if (n == 0) return false;
   if (n < static_cast<size_t>(kBlockSize)) return TruncatedHeader();
   return true;
@@ -623,16 +598,14 @@ absl::StatusOr<bool> TarReader::ReadBlock(char* block) {
 
 absl::Status TarReader::ReadExtension(int64_t size, std::string* out) {
   if (size > kMaxExtensionBytes) {
-    return absl::DataLossError(
-        absl::StrCat("tar extension header of ", size,
-                     " bytes is over the limit of ", kMaxExtensionBytes));
+    return absl::DataLossError(absl::StrCat("tar extension header of ", size,
+                                            " bytes is over the limit of ", kMaxExtensionBytes));
   }
   out->resize(static_cast<size_t>(size));
-  SL_ASSIGN_OR_RETURN(const size_t n, ReadUpTo(out->data(), out->size()));
+  SHARDLOADER_ASSIGN_OR_RETURN(const size_t n, ReadUpTo(out->data(), out->size()));
   if (n < out->size()) {
-    return absl::DataLossError(
-        absl::StrCat("unexpected end of archive in a tar extension header (",
-                     n, " of ", size, " bytes)"));
+    return absl::DataLossError(absl::StrCat("unexpected end of archive in a tar extension header (",
+                                            n, " of ", size, " bytes)"));
   }
   return SkipUpTo(Padding(size)).status();
 }
@@ -666,8 +639,8 @@ absl::Status TarReader::ParsePaxData() {
         valid = IsValidPaxTime(value);
       }
       if (!valid) {
-        return absl::DataLossError(absl::StrCat(
-            "invalid value of PAX record '", absl::CHexEscape(key), "'"));
+        return absl::DataLossError(
+            absl::StrCat("invalid value of PAX record '", absl::CHexEscape(key), "'"));
       }
     }
     pax_records_.emplace_back(key, value);
@@ -679,27 +652,23 @@ void TarReader::ApplyGlobalRecords() {
   for (const auto& [key, value] : pax_records_) {
     // An empty value deletes the global record (POSIX pax).
     if (key == "path") {
-      global_path_ =
-          value.empty() ? std::nullopt : std::optional<std::string>(value);
+      global_path_ = value.empty() ? std::nullopt : std::optional<std::string>(value);
     } else if (key == "linkpath") {
-      global_link_path_ =
-          value.empty() ? std::nullopt : std::optional<std::string>(value);
+      global_link_path_ = value.empty() ? std::nullopt : std::optional<std::string>(value);
     } else if (key == "size") {
       global_size_ = value.empty() ? std::nullopt : ParseDecimal(value);
     }
   }
 }
 
-std::optional<absl::string_view> TarReader::LocalRecord(
-    absl::string_view key) const {
+std::optional<absl::string_view> TarReader::LocalRecord(absl::string_view key) const {
   for (auto it = pax_records_.rbegin(); it != pax_records_.rend(); ++it) {
     if (it->first == key) return it->second;
   }
   return std::nullopt;
 }
 
-absl::StatusOr<bool> TarReader::CheckPaxSparse(int64_t size,
-                                               std::string* name) const {
+absl::StatusOr<bool> TarReader::CheckPaxSparse(int64_t size, std::string* name) const {
   auto record = [this](absl::string_view key) {
     return LocalRecord(key).value_or(absl::string_view());
   };
@@ -710,9 +679,8 @@ absl::StatusOr<bool> TarReader::CheckPaxSparse(int64_t size,
       map_fields.push_back(value);
     }
   }
-  const std::string map = map_fields.empty()
-                              ? std::string(record("GNU.sparse.map"))
-                              : absl::StrJoin(map_fields, ",");
+  const std::string map =
+      map_fields.empty() ? std::string(record("GNU.sparse.map")) : absl::StrJoin(map_fields, ",");
   const absl::string_view major = record("GNU.sparse.major");
   const absl::string_view minor = record("GNU.sparse.minor");
   bool version_1_0 = false;
@@ -724,8 +692,7 @@ absl::StatusOr<bool> TarReader::CheckPaxSparse(int64_t size,
     return false;  // an unknown version, or not sparse: a plain member
   }
 
-  if (const absl::string_view sparse_name = record("GNU.sparse.name");
-      !sparse_name.empty()) {
+  if (const absl::string_view sparse_name = record("GNU.sparse.name"); !sparse_name.empty()) {
     name->assign(sparse_name.data(), sparse_name.size());
   }
   absl::string_view real_size = record("GNU.sparse.size");
@@ -741,22 +708,18 @@ absl::StatusOr<bool> TarReader::CheckPaxSparse(int64_t size,
   // the reader of that data.
   if (version_1_0) return true;
 
-  const std::optional<int64_t> num_blocks =
-      ParseDecimal(record("GNU.sparse.numblocks"));
+  const std::optional<int64_t> num_blocks = ParseDecimal(record("GNU.sparse.numblocks"));
   const std::vector<absl::string_view> fields =
-      map.empty() ? std::vector<absl::string_view>()
-                  : absl::StrSplit(map, ',');
+      map.empty() ? std::vector<absl::string_view>() : absl::StrSplit(map, ',');
   if (!num_blocks.has_value() || *num_blocks < 0 ||
-      static_cast<uint64_t>(*num_blocks) != fields.size() / 2 ||
-      fields.size() % 2 != 0) {
+      static_cast<uint64_t>(*num_blocks) != fields.size() / 2 || fields.size() % 2 != 0) {
     return absl::DataLossError("invalid GNU sparse map PAX records");
   }
   SparseMapChecker checker(size);
   for (size_t i = 0; i < fields.size(); i += 2) {
     const std::optional<int64_t> offset = ParseDecimal(fields[i]);
     const std::optional<int64_t> length = ParseDecimal(fields[i + 1]);
-    if (!offset.has_value() || !length.has_value() ||
-        !checker.Add(*offset, *length)) {
+    if (!offset.has_value() || !length.has_value() || !checker.Add(*offset, *length)) {
       return absl::DataLossError("invalid GNU sparse map PAX records");
     }
   }

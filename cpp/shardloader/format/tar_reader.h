@@ -46,8 +46,8 @@ enum class TarEntryType {
 };
 
 struct TarMember {
-  std::string name;           // full path after GNU/PAX overrides
-  std::string link_name;      // target of a link; empty otherwise
+  std::string name;       // full path after GNU/PAX overrides
+  std::string link_name;  // target of a link; empty otherwise
   TarEntryType type = TarEntryType::kOther;
   int64_t header_offset = 0;  // offset of this member's first header block
                               // (including its GNU/PAX extension headers)
@@ -120,11 +120,11 @@ class TarReader {
   int64_t error_offset_ = 0;  // header that errors are attributed to
 
   // The current member.
-  std::string member_name_;     // for error messages
-  int64_t member_offset_ = 0;   // offset of its first header block
-  int64_t remaining_ = 0;       // unread data bytes
-  int64_t padding_ = 0;         // padding after the data
-  bool data_read_ = true;       // ReadData() was called (or no member yet)
+  std::string member_name_;    // for error messages
+  int64_t member_offset_ = 0;  // offset of its first header block
+  int64_t remaining_ = 0;      // unread data bytes
+  int64_t padding_ = 0;        // padding after the data
+  bool data_read_ = true;      // ReadData() was called (or no member yet)
 
   // Extension headers of the member being assembled. Buffers are reused
   // from member to member; `pax_records_` points into `pax_data_`.

@@ -30,16 +30,14 @@ class FdSink final : public ByteSink {
 
   absl::Status Write(absl::string_view data) override {
     while (!data.empty()) {
-      const ssize_t n =
-          ::write(fd_, data.data(), std::min(data.size(), kMaxWriteBytes));
+      const ssize_t n = ::write(fd_, data.data(), std::min(data.size(), kMaxWriteBytes));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         // write(2) returning 0 for a non-empty buffer makes no progress.
         ErrorContext context;
         context.uri = uri_;
         context.offset = offset_;
-        return WithContext(ErrnoToStatus(n < 0 ? errno : EIO, "write failed"),
-                           context);
+        return WithContext(ErrnoToStatus(n < 0 ? errno : EIO, "write failed"), context);
       }
       offset_ += n;
       data.remove_prefix(static_cast<size_t>(n));
@@ -54,9 +52,8 @@ class FdSink final : public ByteSink {
 };
 
 bool IsAscii(absl::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x80;
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 // Strict UTF-8: no overlong forms, surrogates or code points past U+10FFFF.
@@ -96,8 +93,7 @@ bool IsUtf8(absl::string_view s) {
 
 // Splits an ASCII `name` longer than the name field at a '/' into the ustar
 // prefix and name fields, if it fits (as Go's splitUSTARPath).
-bool SplitUstarPath(absl::string_view name, absl::string_view* prefix,
-                    absl::string_view* suffix) {
+bool SplitUstarPath(absl::string_view name, absl::string_view* prefix, absl::string_view* suffix) {
   size_t length = std::min(name.size(), kPrefixBytes + 1);
   if (length == name.size() && name.back() == '/') --length;
   const size_t slash = name.substr(0, length).rfind('/');
@@ -144,8 +140,8 @@ void PutOctal(char* field, size_t width, int64_t value) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
-    int fd, std::string uri, const TarWriterOptions& options) {
+absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(int fd, std::string uri,
+                                                             const TarWriterOptions& options) {
   if (fd < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("TarWriter: invalid file descriptor ", fd, " for ", uri));
@@ -153,15 +149,14 @@ absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
   return Create(std::make_unique<FdSink>(fd, std::move(uri)), options);
 }
 
-absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
-    std::unique_ptr<ByteSink> sink, const TarWriterOptions& options) {
+absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(std::unique_ptr<ByteSink> sink,
+                                                             const TarWriterOptions& options) {
   if (sink == nullptr) {
     return absl::InvalidArgumentError("TarWriter: null sink");
   }
   if (options.mtime_seconds < 0 || options.mtime_seconds > kMaxOctal11) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("TarWriter: mtime_seconds ", options.mtime_seconds,
-                     " is outside [0, ", kMaxOctal11, "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TarWriter: mtime_seconds ", options.mtime_seconds, " is outside [0, ", kMaxOctal11, "]"));
   }
   if (options.buffer_size_bytes == 0) {
     return absl::InvalidArgumentError("TarWriter: buffer_size_bytes is 0");
@@ -169,19 +164,16 @@ absl::StatusOr<std::unique_ptr<TarWriter>> TarWriter::Create(
   return std::unique_ptr<TarWriter>(new TarWriter(std::move(sink), options));
 }
 
-TarWriter::TarWriter(std::unique_ptr<ByteSink> sink,
-                     const TarWriterOptions& options)
+TarWriter::TarWriter(std::unique_ptr<ByteSink> sink, const TarWriterOptions& options)
     : sink_(std::move(sink)), options_(options) {
   buffer_.reserve(options_.buffer_size_bytes);
 }
 
-absl::Status TarWriter::AddFile(absl::string_view name,
-                                absl::string_view data) {
-  if (name.empty() || name.find('\0') != absl::string_view::npos ||
-      name.size() > kMaxNameBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "TarWriter: invalid file name of ", name.size(),
-        " bytes (must be 1 to ", kMaxNameBytes, " bytes without NUL)"));
+absl::Status TarWriter::AddFile(absl::string_view name, absl::string_view data) {
+  if (name.empty() || name.find('\0') != absl::string_view::npos || name.size() > kMaxNameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("TarWriter: invalid file name of ", name.size(),
+                                                   " bytes (must be 1 to ", kMaxNameBytes,
+                                                   " bytes without NUL)"));
   }
   if (!status_.ok()) return status_;
   if (finished_) {
@@ -189,10 +181,8 @@ absl::Status TarWriter::AddFile(absl::string_view name,
   }
   absl::string_view name_field = name;
   absl::string_view prefix_field;
-  const bool pax_path =
-      !IsAscii(name) ||
-      (name.size() > kNameBytes &&
-       !SplitUstarPath(name, &prefix_field, &name_field));
+  const bool pax_path = !IsAscii(name) || (name.size() > kNameBytes &&
+                                           !SplitUstarPath(name, &prefix_field, &name_field));
   const int64_t size = static_cast<int64_t>(data.size());
   const bool pax_size = size > kMaxOctal11;
   std::string fallback_name;
@@ -209,12 +199,12 @@ absl::Status TarWriter::AddFile(absl::string_view name,
       absl::StrAppend(&records, PaxRecord("size", absl::StrCat(size)));
     }
     const int64_t records_size = static_cast<int64_t>(records.size());
-    SL_RETURN_IF_ERROR(AppendHeader("././@PaxHeader", "", records_size, 'x'));
-    SL_RETURN_IF_ERROR(Append(records));
-    SL_RETURN_IF_ERROR(AppendPadding(records_size));
+    SHARDLOADER_RETURN_IF_ERROR(AppendHeader("././@PaxHeader", "", records_size, 'x'));
+    SHARDLOADER_RETURN_IF_ERROR(Append(records));
+    SHARDLOADER_RETURN_IF_ERROR(AppendPadding(records_size));
   }
-  SL_RETURN_IF_ERROR(AppendHeader(name_field, prefix_field, size, '0'));
-  SL_RETURN_IF_ERROR(Append(data));
+  SHARDLOADER_RETURN_IF_ERROR(AppendHeader(name_field, prefix_field, size, '0'));
+  SHARDLOADER_RETURN_IF_ERROR(Append(data));
   return AppendPadding(size);
 }
 
@@ -224,25 +214,24 @@ absl::Status TarWriter::Finish() {
     return absl::FailedPreconditionError("TarWriter: Finish called twice");
   }
   finished_ = true;
-  SL_RETURN_IF_ERROR(Append(absl::string_view(kZeros, sizeof(kZeros))));
+  SHARDLOADER_RETURN_IF_ERROR(Append(absl::string_view(kZeros, sizeof(kZeros))));
   return Flush();
 }
 
-absl::Status TarWriter::AppendHeader(absl::string_view name_field,
-                                     absl::string_view prefix_field,
+absl::Status TarWriter::AppendHeader(absl::string_view name_field, absl::string_view prefix_field,
                                      int64_t size, char typeflag) {
   char block[kBlockSize] = {};
   std::copy(name_field.begin(), name_field.end(), block);
-  PutOctal(block + 100, 8, 0644);                                 // mode
-  PutOctal(block + 108, 8, 0);                                    // uid
-  PutOctal(block + 116, 8, 0);                                    // gid
-  PutOctal(block + 124, 12, size <= kMaxOctal11 ? size : 0);      // size
-  PutOctal(block + 136, 12, options_.mtime_seconds);              // mtime
+  PutOctal(block + 100, 8, 0644);                             // mode
+  PutOctal(block + 108, 8, 0);                                // uid
+  PutOctal(block + 116, 8, 0);                                // gid
+  PutOctal(block + 124, 12, size <= kMaxOctal11 ? size : 0);  // size
+  PutOctal(block + 136, 12, options_.mtime_seconds);          // mtime
   block[156] = typeflag;
-  std::memcpy(block + 257, "ustar", 6);                           // magic
-  std::memcpy(block + 263, "00", 2);                              // version
-  PutOctal(block + 329, 8, 0);                                    // devmajor
-  PutOctal(block + 337, 8, 0);                                    // devminor
+  std::memcpy(block + 257, "ustar", 6);  // magic
+  std::memcpy(block + 263, "00", 2);     // version
+  PutOctal(block + 329, 8, 0);           // devmajor
+  PutOctal(block + 337, 8, 0);           // devminor
   std::copy(prefix_field.begin(), prefix_field.end(), block + 345);
   // The checksum sums the block with its own field as spaces and is written
   // as six octal digits, a NUL and a space.
@@ -268,7 +257,7 @@ absl::Status TarWriter::Append(absl::string_view data) {
     const size_t n = std::min(data.size(), capacity - buffer_.size());
     buffer_.append(data.data(), n);
     data.remove_prefix(n);
-    if (buffer_.size() == capacity) SL_RETURN_IF_ERROR(Flush());
+    if (buffer_.size() == capacity) SHARDLOADER_RETURN_IF_ERROR(Flush());
   }
   return absl::OkStatus();
 }

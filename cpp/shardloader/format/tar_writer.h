@@ -49,13 +49,13 @@ class TarWriter {
   // Writes to the file descriptor `fd`, which the writer neither owns nor
   // closes; `uri` names it in error messages. Retries short writes and
   // EINTR. Errors: InvalidArgument for a negative `fd` or bad options.
-  static absl::StatusOr<std::unique_ptr<TarWriter>> Create(
-      int fd, std::string uri, const TarWriterOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<TarWriter>> Create(int fd, std::string uri,
+                                                           const TarWriterOptions& options = {});
 
   // Writes to `sink`. Errors: InvalidArgument for a null sink or bad
   // options.
-  static absl::StatusOr<std::unique_ptr<TarWriter>> Create(
-      std::unique_ptr<ByteSink> sink, const TarWriterOptions& options = {});
+  static absl::StatusOr<std::unique_ptr<TarWriter>> Create(std::unique_ptr<ByteSink> sink,
+                                                           const TarWriterOptions& options = {});
 
   TarWriter(const TarWriter&) = delete;
   TarWriter& operator=(const TarWriter&) = delete;
@@ -83,9 +83,8 @@ class TarWriter {
   // Appends the zero bytes that pad `size` bytes to a block boundary.
   absl::Status AppendPadding(int64_t size);
   // Appends a header block for a member of type `typeflag`.
-  absl::Status AppendHeader(absl::string_view name_field,
-                            absl::string_view prefix_field, int64_t size,
-                            char typeflag);
+  absl::Status AppendHeader(absl::string_view name_field, absl::string_view prefix_field,
+                            int64_t size, char typeflag);
   // Hands the buffer to the sink.
   absl::Status Flush();
 

@@ -47,8 +47,7 @@ class BoundedQueue {
   // Waits up to `timeout` until Pop() would not block; returns whether so.
   bool WaitPoppable(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(this, &BoundedQueue::CanPop),
-                                timeout);
+    return mu_.AwaitWithTimeout(absl::Condition(this, &BoundedQueue::CanPop), timeout);
   }
 
   void Close() ABSL_LOCKS_EXCLUDED(mu_) {
@@ -65,9 +64,7 @@ class BoundedQueue {
   bool CanPush() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_ || items_.size() < capacity_;
   }
-  bool CanPop() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return closed_ || !items_.empty();
-  }
+  bool CanPop() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closed_ || !items_.empty(); }
 
   const size_t capacity_;
   mutable absl::Mutex mu_;

@@ -14,26 +14,25 @@ constexpr unsigned int kCudaHostRegisterDefault = 0;
 const CudaHost* CudaHost::Load() {
   // A runtime already in the process (PyTorch's) first, then any on the
   // library path; the newest names first.
-  constexpr const char* kNames[] = {"libcudart.so.13", "libcudart.so.12",
-                                    "libcudart.so.11.0", "libcudart.so"};
+  constexpr const char* kNames[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                                    "libcudart.so"};
   for (const int mode : {RTLD_NOW | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL})
-  for (const char* name : kNames) {
-    void* library = ::dlopen(name, mode);
-    if (library == nullptr) continue;
-    using DeviceCountFn = int (*)(int*);
-    auto device_count =
-        reinterpret_cast<DeviceCountFn>(::dlsym(library, "cudaGetDeviceCount"));
-    void* register_fn = ::dlsym(library, "cudaHostRegister");
-    void* unregister_fn = ::dlsym(library, "cudaHostUnregister");
-    int count = 0;
-    if (device_count != nullptr && register_fn != nullptr &&
-        unregister_fn != nullptr && device_count(&count) == 0 && count > 0) {
-      // The library stays loaded for the life of the process.
-      return new CudaHost(reinterpret_cast<RegisterFn>(register_fn),
-                          reinterpret_cast<UnregisterFn>(unregister_fn));
+    for (const char* name : kNames) {
+      void* library = ::dlopen(name, mode);
+      if (library == nullptr) continue;
+      using DeviceCountFn = int (*)(int*);
+      auto device_count = reinterpret_cast<DeviceCountFn>(::dlsym(library, "cudaGetDeviceCount"));
+      void* register_fn = ::dlsym(library, "cudaHostRegister");
+      void* unregister_fn = ::dlsym(library, "cudaHostUnregister");
+      int count = 0;
+      if (device_count != nullptr && register_fn != nullptr && unregister_fn != nullptr &&
+          device_count(&count) == 0 && count > 0) {
+        // The library stays loaded for the life of the process.
+        return new CudaHost(reinterpret_cast<RegisterFn>(register_fn),
+                            reinterpret_cast<UnregisterFn>(unregister_fn));
+      }
+      ::dlclose(library);
     }
-    ::dlclose(library);
-  }
   return nullptr;
 }
 

@@ -40,8 +40,7 @@ uint64_t Rng::Next() {
 }
 
 uint64_t Rng::Below(uint64_t bound) {
-  unsigned __int128 product =
-      static_cast<unsigned __int128>(Next()) * bound;
+  unsigned __int128 product = static_cast<unsigned __int128>(Next()) * bound;
   uint64_t low = static_cast<uint64_t>(product);
   if (low < bound) {
     const uint64_t threshold = -bound % bound;

@@ -29,8 +29,6 @@ std::string Sha256(absl::string_view data) {
   return hasher.Digest();
 }
 
-std::string Sha256Hex(absl::string_view data) {
-  return absl::BytesToHexString(Sha256(data));
-}
+std::string Sha256Hex(absl::string_view data) { return absl::BytesToHexString(Sha256(data)); }
 
 }  // namespace shardloader

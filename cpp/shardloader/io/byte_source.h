@@ -1,8 +1,8 @@
 // ByteSource: a forward-only stream of a shard's bytes.
 //
 // Every storage backend (local files, http(s)://, s3://, the cache: see
-// io/open/open_source.h) implements this one interface, and every format reader consumes it, so readers never need
-// to seek. Sources buffer internally: callers may read a few bytes at a time.
+// io/open/open_source.h) implements this one interface, and every format reader consumes it, so
+// readers never need to seek. Sources buffer internally: callers may read a few bytes at a time.
 //
 // Ownership: the creator owns the source. Thread-safety: thread-compatible
 // (one thread at a time); distinct sources are independent.

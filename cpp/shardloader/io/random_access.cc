@@ -23,7 +23,7 @@ class RandomAccessStream final : public ByteSource {
     const size_t n = static_cast<size_t>(
         std::min<int64_t>(left, static_cast<int64_t>(std::min(size, block_size_))));
     if (n == 0) return 0;
-    SL_RETURN_IF_ERROR(source_->ReadAt(position_, n, dst));
+    SHARDLOADER_RETURN_IF_ERROR(source_->ReadAt(position_, n, dst));
     position_ += static_cast<int64_t>(n);
     return n;
   }
@@ -43,15 +43,14 @@ class RandomAccessStream final : public ByteSource {
 }  // namespace
 
 absl::Status MemoryRandomAccess::ReadAt(int64_t offset, size_t size, char* dst) const {
-  SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
+  SHARDLOADER_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
   std::memcpy(dst, bytes_.data() + offset, size);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string_view> RandomAccessSource::ViewAt(int64_t offset,
-                                                             size_t size) const {
+absl::StatusOr<std::string_view> RandomAccessSource::ViewAt(int64_t offset, size_t size) const {
   const std::string_view bytes = mapped();
-  SL_RETURN_IF_ERROR(
+  SHARDLOADER_RETURN_IF_ERROR(
       CheckReadRange(uri(), offset, size, static_cast<int64_t>(bytes.size())));
   const std::string_view view = bytes.substr(static_cast<size_t>(offset), size);
   // One read per 64 KiB (Linux's fault-around window: a fault maps the

@@ -14,9 +14,8 @@ absl::Status CheckReadRange(const std::string& uri, int64_t offset, size_t size,
                             int64_t source_size) {
   if (RangeInside(offset, size, source_size)) return absl::OkStatus();
   return WithContext(
-      absl::DataLossError(absl::StrCat("unexpected end of data: wanted ", size,
-                                       " bytes at offset ", offset, ", the shard has ",
-                                       source_size)),
+      absl::DataLossError(absl::StrCat("unexpected end of data: wanted ", size, " bytes at offset ",
+                                       offset, ", the shard has ", source_size)),
       {.uri = uri, .offset = offset});
 }
 

@@ -61,8 +61,8 @@ struct SourceOptions {
   // (https://s3.<region>.amazonaws.com). A custom endpoint is addressed
   // path-style (endpoint/bucket/key).
   std::string endpoint_url;
-  std::string region;   // empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1
-  std::string profile;  // empty: AWS_PROFILE, else "default"
+  std::string region;      // empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's, us-east-1
+  std::string profile;     // empty: AWS_PROFILE, else "default"
   bool anonymous = false;  // unsigned requests (public buckets)
 
   // --- Local cache of remote shards (io/cache/shard_cache.h) ---

@@ -22,9 +22,8 @@ absl::StatusOr<std::string> LocalPathOf(const std::string& uri) {
                            "a ", scheme, ":// URI names a remote object, not a local path")),
                        {.uri = uri});
   }
-  return WithContext(
-      absl::InvalidArgumentError(absl::StrCat("unknown URI scheme '", scheme, "'")),
-      {.uri = uri});
+  return WithContext(absl::InvalidArgumentError(absl::StrCat("unknown URI scheme '", scheme, "'")),
+                     {.uri = uri});
 }
 
 }  // namespace shardloader

@@ -70,13 +70,12 @@ class EpochOrder {
 // epoch: a function of (seed, epoch, shard index in the loader's shard list,
 // sample index in the shard) only, so a sample is augmented the same way
 // whatever the rank, world size or thread count.
-uint64_t SampleAugmentationSeed(uint64_t seed, int64_t epoch,
-                                int64_t shard_index, int64_t sample_index);
+uint64_t SampleAugmentationSeed(uint64_t seed, int64_t epoch, int64_t shard_index,
+                                int64_t sample_index);
 
 // Seed of the choice of the `attempt`-th replacement (from 0) for the sample
 // at `position` of the epoch, when that sample is skipped as bad.
-uint64_t ReplacementSeed(uint64_t seed, int64_t epoch, int64_t position,
-                         int64_t attempt);
+uint64_t ReplacementSeed(uint64_t seed, int64_t epoch, int64_t position, int64_t attempt);
 
 }  // namespace shardloader
 

@@ -36,7 +36,7 @@ struct ScheduleOptions {
   int64_t start = 0;        // first position still to deal, in [0, N]
   int rank = 0;
   int world_size = 1;
-  int worker = 0;       // DataLoader worker of this rank
+  int worker = 0;  // DataLoader worker of this rank
   int num_workers = 1;
   int64_t batch_size = 1;
   bool drop_last = false;

@@ -12,8 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "shardloader/io/open/open_source.h"
-#include "shardloader/status.h"
 #include "shardloader/io/uri.h"
+#include "shardloader/status.h"
 
 namespace shardloader {
 namespace {
@@ -21,8 +21,7 @@ namespace {
 constexpr int64_t kMaxExpansion = 10'000'000;
 
 // Finds the first top-level "{...}" group; returns false if there is none.
-absl::StatusOr<bool> FindGroup(absl::string_view pattern, size_t* open,
-                               size_t* close) {
+absl::StatusOr<bool> FindGroup(absl::string_view pattern, size_t* open, size_t* close) {
   const size_t start = pattern.find('{');
   if (start == absl::string_view::npos) {
     if (pattern.find('}') != absl::string_view::npos) {
@@ -62,8 +61,7 @@ absl::StatusOr<std::vector<std::string>> ExpandGroup(absl::string_view body) {
     const int64_t count = (first <= last ? last - first : first - last) + 1;
     if (count > kMaxExpansion) {
       return absl::InvalidArgumentError(
-          absl::StrCat("brace range {", body, "} has more than ",
-                       kMaxExpansion, " items"));
+          absl::StrCat("brace range {", body, "} has more than ", kMaxExpansion, " items"));
     }
     const size_t width = (HasLeadingZero(bounds[0]) || HasLeadingZero(bounds[1]))
                              ? std::max(bounds[0].size(), bounds[1].size())
@@ -84,8 +82,8 @@ absl::StatusOr<std::vector<std::string>> ExpandGroup(absl::string_view body) {
     if (i < body.size() && body[i] == '{') ++depth;
     if (i < body.size() && body[i] == '}') --depth;
     if (i == body.size() || (body[i] == ',' && depth == 0)) {
-      SL_ASSIGN_OR_RETURN(std::vector<std::string> expanded,
-                          ExpandBraces(body.substr(begin, i - begin)));
+      SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> expanded,
+                                   ExpandBraces(body.substr(begin, i - begin)));
       for (std::string& item : expanded) items.push_back(std::move(item));
       begin = i + 1;
     }
@@ -102,9 +100,9 @@ absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) {
     }
   }
   if (error) {
-    return WithContext(absl::NotFoundError(absl::StrCat(
-                           "cannot list shard directory: ", error.message())),
-                       {.uri = dir});
+    return WithContext(
+        absl::NotFoundError(absl::StrCat("cannot list shard directory: ", error.message())),
+        {.uri = dir});
   }
   std::sort(shards.begin(), shards.end());
   return shards;
@@ -115,17 +113,15 @@ absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) {
 absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern) {
   size_t open = 0;
   size_t close = 0;
-  SL_ASSIGN_OR_RETURN(const bool found, FindGroup(pattern, &open, &close));
+  SHARDLOADER_ASSIGN_OR_RETURN(const bool found, FindGroup(pattern, &open, &close));
   if (!found) return std::vector<std::string>{std::string(pattern)};
-  SL_ASSIGN_OR_RETURN(std::vector<std::string> middle,
-                      ExpandGroup(pattern.substr(open + 1, close - open - 1)));
-  SL_ASSIGN_OR_RETURN(std::vector<std::string> rest,
-                      ExpandBraces(pattern.substr(close + 1)));
-  if (static_cast<int64_t>(middle.size()) * static_cast<int64_t>(rest.size()) >
-      kMaxExpansion) {
+  SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> middle,
+                               ExpandGroup(pattern.substr(open + 1, close - open - 1)));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> rest,
+                               ExpandBraces(pattern.substr(close + 1)));
+  if (static_cast<int64_t>(middle.size()) * static_cast<int64_t>(rest.size()) > kMaxExpansion) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "shard pattern \"", pattern, "\" expands to more than ", kMaxExpansion,
-        " names"));
+        "shard pattern \"", pattern, "\" expands to more than ", kMaxExpansion, " names"));
   }
   const absl::string_view prefix = pattern.substr(0, open);
   std::vector<std::string> result;
@@ -138,31 +134,28 @@ absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern)
   return result;
 }
 
-absl::StatusOr<std::vector<std::string>> ResolveShards(
-    absl::Span<const std::string> specs) {
+absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::string> specs) {
   return ResolveShards(specs, SourceOptions());
 }
 
-absl::StatusOr<std::vector<std::string>> ResolveShards(
-    absl::Span<const std::string> specs, const SourceOptions& source) {
+absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::string> specs,
+                                                       const SourceOptions& source) {
   std::vector<std::string> shards;
   for (const std::string& joined : specs) {
     for (absl::string_view spec : absl::StrSplit(joined, "::", absl::SkipEmpty())) {
-      SL_ASSIGN_OR_RETURN(std::vector<std::string> expanded, ExpandBraces(spec));
+      SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> expanded, ExpandBraces(spec));
       for (std::string& name : expanded) {
         // Remote prefixes (io/remote/remote_source.h): listed, *.tar kept.
         if (IsRemoteUri(name) && absl::EndsWith(name, "/")) {
-          SL_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListPrefix(name, source));
+          SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListPrefix(name, source));
           for (std::string& uri : listed) {
             if (absl::EndsWith(uri, ".tar")) shards.push_back(std::move(uri));
           }
           continue;
         }
         std::error_code error;
-        if (name.find("://") == std::string::npos &&
-            std::filesystem::is_directory(name, error)) {
-          SL_ASSIGN_OR_RETURN(std::vector<std::string> listed,
-                              ListDirectory(name));
+        if (name.find("://") == std::string::npos && std::filesystem::is_directory(name, error)) {
+          SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListDirectory(name));
           for (std::string& shard : listed) shards.push_back(std::move(shard));
         } else {
           shards.push_back(std::move(name));
@@ -171,9 +164,9 @@ absl::StatusOr<std::vector<std::string>> ResolveShards(
     }
   }
   if (shards.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "no shards: \"", absl::StrJoin(specs, "\", \""),
-        "\" names no shard (an empty list, or a directory without .tar files)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no shards: \"", absl::StrJoin(specs, "\", \""),
+                     "\" names no shard (an empty list, or a directory without .tar files)"));
   }
   return shards;
 }

@@ -16,10 +16,10 @@
 #define SHARDLOADER_PLAN_SHARD_LIST_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "shardloader/io/source_options.h"
 
@@ -34,13 +34,12 @@ absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern)
 // Expands each spec (split on "::", braces expanded, directories listed) and
 // concatenates the results in order. Errors: InvalidArgument for an empty
 // result or malformed braces; NotFound for a directory that does not exist.
-absl::StatusOr<std::vector<std::string>> ResolveShards(
-    absl::Span<const std::string> specs);
+absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::string> specs);
 
 // The same, listing remote prefixes ("s3://bucket/train/") with `source`'s
 // endpoint and credentials. Errors: also those of ListPrefix().
-absl::StatusOr<std::vector<std::string>> ResolveShards(
-    absl::Span<const std::string> specs, const SourceOptions& source);
+absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::string> specs,
+                                                       const SourceOptions& source);
 
 }  // namespace shardloader
 

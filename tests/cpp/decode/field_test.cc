@@ -90,8 +90,7 @@ TEST(FieldSpecTest, ValidateAcceptsUsualExtensions) {
 void ExpectInvalid(const FieldSpec& field, const std::string& detail) {
   const absl::Status status = field.Validate();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << detail;
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("field '" + field.name + "'"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("field '" + field.name + "'"));
   EXPECT_THAT(std::string(status.message()), HasSubstr(detail));
 }
 

@@ -1,8 +1,7 @@
 #include "shardloader/decode/image.h"
 
-#include <unistd.h>
-
 #include <turbojpeg.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -41,29 +40,25 @@ namespace fs = std::filesystem;
 
 fs::path ImagesDir() { return fs::path(kSharedDataDir) / "edge" / "images"; }
 
-#define SKIP_WITHOUT_IMAGES()                                          \
-  if (!fs::is_directory(ImagesDir())) {                                \
+#define SKIP_WITHOUT_IMAGES()                                            \
+  if (!fs::is_directory(ImagesDir())) {                                  \
     GTEST_SKIP() << "shared data not found at " << ImagesDir().string(); \
   }
 
 std::string ReadFile(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(file),
-                     std::istreambuf_iterator<char>());
+  return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
 }
 
-absl::StatusOr<std::vector<uint8_t>> Decode(std::string_view encoded,
-                                            const ImageOptions& options,
+absl::StatusOr<std::vector<uint8_t>> Decode(std::string_view encoded, const ImageOptions& options,
                                             uint64_t seed) {
   std::vector<uint8_t> output(size_t{3} * options.height * options.width);
-  const absl::Status status =
-      DecodeImage(encoded, options, seed, output.data());
+  const absl::Status status = DecodeImage(encoded, options, seed, output.data());
   if (!status.ok()) return status;
   return output;
 }
 
-ImageOptions Options(int height, int width,
-                     ResizeMode resize = ResizeMode::kStretch,
+ImageOptions Options(int height, int width, ResizeMode resize = ResizeMode::kStretch,
                      Layout layout = Layout::kHWC) {
   ImageOptions options;
   options.height = height;
@@ -73,10 +68,9 @@ ImageOptions Options(int height, int width,
   return options;
 }
 
-absl::StatusOr<std::vector<uint8_t>> Decode(
-    std::string_view encoded, int height, int width,
-    ResizeMode resize = ResizeMode::kStretch, Layout layout = Layout::kHWC,
-    uint64_t seed = 0) {
+absl::StatusOr<std::vector<uint8_t>> Decode(std::string_view encoded, int height, int width,
+                                            ResizeMode resize = ResizeMode::kStretch,
+                                            Layout layout = Layout::kHWC, uint64_t seed = 0) {
   return Decode(encoded, Options(height, width, resize, layout), seed);
 }
 
@@ -87,8 +81,7 @@ std::vector<uint8_t> MirrorHwc(const std::vector<uint8_t>& hwc, int width) {
   for (size_t y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
       for (int c = 0; c < 3; ++c) {
-        mirrored[(y * width + x) * 3 + c] =
-            hwc[(y * width + (width - 1 - x)) * 3 + c];
+        mirrored[(y * width + x) * 3 + c] = hwc[(y * width + (width - 1 - x)) * 3 + c];
       }
     }
   }
@@ -108,8 +101,7 @@ std::vector<uint8_t> HwcToChw(const std::vector<uint8_t>& hwc) {
 std::vector<fs::path> Jpegs() {
   std::vector<fs::path> paths;
   for (const auto& entry : fs::recursive_directory_iterator(ImagesDir())) {
-    if (entry.path().extension() == ".jpg" &&
-        entry.path().filename() != "truncated.jpg") {
+    if (entry.path().extension() == ".jpg" && entry.path().filename() != "truncated.jpg") {
       paths.push_back(entry.path());
     }
   }
@@ -145,8 +137,7 @@ void AppendBigEndian32(uint32_t value, std::string* out) {
   }
 }
 
-void AppendChunk(std::string_view type, std::string_view data,
-                 std::string* png) {
+void AppendChunk(std::string_view type, std::string_view data, std::string* png) {
   AppendBigEndian32(static_cast<uint32_t>(data.size()), png);
   const std::string body = std::string(type) + std::string(data);
   *png += body;
@@ -187,9 +178,8 @@ enum PngColor : uint8_t {
 };
 
 // Encodes `rows` (each row's packed samples, without the filter byte).
-std::string MakePng(uint32_t width, uint32_t height, uint8_t bit_depth,
-                    PngColor color, const std::vector<std::string>& rows,
-                    std::string_view palette = "",
+std::string MakePng(uint32_t width, uint32_t height, uint8_t bit_depth, PngColor color,
+                    const std::vector<std::string>& rows, std::string_view palette = "",
                     std::string_view transparency = "") {
   std::string png = "\x89PNG\r\n\x1A\n";
   std::string header;
@@ -214,8 +204,8 @@ std::string SolidRgbPng(int width, int height, std::array<uint8_t, 3> rgb) {
   return MakePng(width, height, 8, kRgb, std::vector<std::string>(height, row));
 }
 
-void ExpectSolid(const std::vector<uint8_t>& pixels,
-                 std::array<uint8_t, 3> rgb, int tolerance = 0) {
+void ExpectSolid(const std::vector<uint8_t>& pixels, std::array<uint8_t, 3> rgb,
+                 int tolerance = 0) {
   for (size_t i = 0; i < pixels.size(); ++i) {
     ASSERT_NEAR(pixels[i], rgb[i % 3], tolerance) << "byte " << i;
   }
@@ -223,9 +213,7 @@ void ExpectSolid(const std::vector<uint8_t>& pixels,
 
 // ------------------------------------------------------- PIL as oracle ----
 
-bool HavePil() {
-  return std::system("python3 -c 'import PIL' >/dev/null 2>&1") == 0;
-}
+bool HavePil() { return std::system("python3 -c 'import PIL' >/dev/null 2>&1") == 0; }
 
 // A scratch path private to this process (CTest runs tests in parallel
 // processes that share TempDir()).
@@ -259,14 +247,12 @@ std::vector<PilImage> PilDecode(const std::vector<fs::path>& paths) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "decode.py") << kPilDecode;
-  std::string command = "python3 '" + (dir / "decode.py").string() + "' '" +
-                        dir.string() + "'";
+  std::string command = "python3 '" + (dir / "decode.py").string() + "' '" + dir.string() + "'";
   for (const fs::path& path : paths) command += " '" + path.string() + "'";
   if (std::system(command.c_str()) != 0) return {};
   std::vector<PilImage> images(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
-    std::ifstream(dir / (std::to_string(i) + ".size")) >> images[i].width >>
-        images[i].height;
+    std::ifstream(dir / (std::to_string(i) + ".size")) >> images[i].width >> images[i].height;
     images[i].rgb = ReadFile(dir / (std::to_string(i) + ".rgb"));
   }
   return images;
@@ -299,8 +285,7 @@ TEST(DecodeImageTest, RejectsOtherFormats) {
 
 TEST(DecodeImageTest, RejectsTiff) {
   SKIP_WITHOUT_IMAGES();
-  const auto decoded =
-      Decode(ReadFile(ImagesDir() / "chessboard_GRAY_U16.tif"), 8, 8);
+  const auto decoded = Decode(ReadFile(ImagesDir() / "chessboard_GRAY_U16.tif"), 8, 8);
   EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(decoded.status().message(), "not a JPEG or PNG image");
 }
@@ -309,12 +294,10 @@ TEST(DecodeImageTest, RejectsTruncatedJpeg) {
   SKIP_WITHOUT_IMAGES();
   const std::string truncated = ReadFile(ImagesDir() / "truncated.jpg");
   for (const ResizeMode mode :
-       {ResizeMode::kCenterCrop, ResizeMode::kStretch,
-        ResizeMode::kRandomResizedCrop}) {
+       {ResizeMode::kCenterCrop, ResizeMode::kStretch, ResizeMode::kRandomResizedCrop}) {
     const auto decoded = Decode(truncated, 64, 64, mode);
     EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(decoded.status().message()),
-                StartsWith("JPEG decode failed: "));
+    EXPECT_THAT(std::string(decoded.status().message()), StartsWith("JPEG decode failed: "));
   }
 }
 
@@ -325,13 +308,10 @@ TEST(DecodeImageTest, RejectsJpegCutInsideTheScan) {
   const std::string jpeg = ReadFile(ImagesDir() / "444.jpg");
   for (const double fraction : {0.5, 0.9, 0.99}) {
     const std::string cut = jpeg.substr(0, jpeg.size() * fraction);
-    for (const auto& [height, width] :
-         std::vector<std::pair<int, int>>{{453, 680}, {64, 64}}) {
+    for (const auto& [height, width] : std::vector<std::pair<int, int>>{{453, 680}, {64, 64}}) {
       const auto decoded = Decode(cut, height, width);
-      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss)
-          << fraction;
-      EXPECT_THAT(std::string(decoded.status().message()),
-                  StartsWith("JPEG decode failed: "));
+      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss) << fraction;
+      EXPECT_THAT(std::string(decoded.status().message()), StartsWith("JPEG decode failed: "));
     }
   }
 }
@@ -342,8 +322,7 @@ TEST(DecodeImageTest, AcceptsExtraneousBytesBeforeAMarker) {
   SKIP_WITHOUT_IMAGES();
   const std::string jpeg = ReadFile(ImagesDir() / "444.jpg");
   ASSERT_EQ(jpeg.substr(jpeg.size() - 2), "\xff\xd9");
-  const std::string padded =
-      jpeg.substr(0, jpeg.size() - 2) + std::string(7, '\x11') + "\xff\xd9";
+  const std::string padded = jpeg.substr(0, jpeg.size() - 2) + std::string(7, '\x11') + "\xff\xd9";
   const auto clean = Decode(jpeg, 64, 64);
   const auto decoded = Decode(padded, 64, 64);
   ASSERT_TRUE(clean.ok()) << clean.status();
@@ -374,14 +353,12 @@ TEST(DecodeImageTest, RecoversAfterErrors) {
 
 TEST(DecodeImageTest, EveryTruncationFailsCleanly) {
   SKIP_WITHOUT_IMAGES();
-  for (const char* name : {"422-odd-width.jpg", "palette_color.png",
-                           "foo3x5x4indexed.png"}) {
+  for (const char* name : {"422-odd-width.jpg", "palette_color.png", "foo3x5x4indexed.png"}) {
     const std::string bytes = ReadFile(ImagesDir() / name);
     const size_t step = std::max<size_t>(1, bytes.size() / 300);
     for (size_t size = 0; size < bytes.size(); size += step) {
       const auto decoded = Decode(bytes.substr(0, size), 16, 16);
-      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss)
-          << name << " cut at " << size;
+      EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss) << name << " cut at " << size;
     }
     EXPECT_TRUE(Decode(bytes, 16, 16).ok()) << name;
   }
@@ -397,15 +374,13 @@ TEST(DecodeImageTest, SurvivesCorruptedBytes) {
     for (int round = 0; round < 150; ++round) {
       std::string corrupt = bytes;
       // Mostly in the headers, where the interesting parsing happens.
-      const size_t range = round % 2 == 0 ? std::min<size_t>(bytes.size(), 700)
-                                          : bytes.size();
+      const size_t range = round % 2 == 0 ? std::min<size_t>(bytes.size(), 700) : bytes.size();
       for (int i = 0; i < 4; ++i) {
         corrupt[2 + random() % (range - 2)] = static_cast<char>(random());
       }
       const auto decoded = Decode(corrupt, 24, 40, ResizeMode::kCenterCrop);
       if (!decoded.ok()) {
-        EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss)
-            << decoded.status();
+        EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss) << decoded.status();
       }
     }
   }
@@ -413,8 +388,7 @@ TEST(DecodeImageTest, SurvivesCorruptedBytes) {
 
 TEST(DecodeImageTest, RejectsHugeDimensionsBeforeAllocating) {
   // A 100000 x 100000 PNG header with a single row of data.
-  const std::string png =
-      MakePng(100000, 100000, 8, kGray, {std::string(100000, '\0')});
+  const std::string png = MakePng(100000, 100000, 8, kGray, {std::string(100000, '\0')});
   const auto decoded = Decode(png, 8, 8);
   EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(decoded.status().message()), HasSubstr("too large"));
@@ -431,12 +405,11 @@ TEST(DecodeImageTest, RejectsHugeDimensionsBeforeAllocating) {
 
 // Decodes `encoded` to height x width in every resize mode, checks that CHW
 // is the transpose of HWC, and returns the HWC outputs (empty on failure).
-std::vector<std::vector<uint8_t>> DecodeInEveryMode(const std::string& encoded,
-                                                    int height, int width) {
+std::vector<std::vector<uint8_t>> DecodeInEveryMode(const std::string& encoded, int height,
+                                                    int width) {
   std::vector<std::vector<uint8_t>> outputs;
   for (const ResizeMode mode :
-       {ResizeMode::kCenterCrop, ResizeMode::kStretch,
-        ResizeMode::kRandomResizedCrop}) {
+       {ResizeMode::kCenterCrop, ResizeMode::kStretch, ResizeMode::kRandomResizedCrop}) {
     const auto hwc = Decode(encoded, height, width, mode, Layout::kHWC, /*seed=*/7);
     const auto chw = Decode(encoded, height, width, mode, Layout::kCHW, /*seed=*/7);
     EXPECT_TRUE(hwc.ok()) << hwc.status();
@@ -481,8 +454,7 @@ TEST(DecodeImageTest, DecodesEveryPng) {
 TEST(DecodeImageTest, IgnoresExifOrientation) {
   SKIP_WITHOUT_IMAGES();
   const fs::path dir = ImagesDir() / "orientation";
-  const auto reference =
-      Decode(ReadFile(dir / "padlock-406986_640_no_exif.jpg"), 426, 640);
+  const auto reference = Decode(ReadFile(dir / "padlock-406986_640_no_exif.jpg"), 426, 640);
   ASSERT_TRUE(reference.ok()) << reference.status();
   for (const auto& entry : fs::directory_iterator(dir)) {
     const auto decoded = Decode(ReadFile(entry.path()), 426, 640);
@@ -497,11 +469,10 @@ TEST(DecodeImageTest, MatchesPilAtFullSize) {
   SKIP_WITHOUT_IMAGES();
   if (!HavePil()) GTEST_SKIP() << "python3 with PIL is not available";
   std::vector<fs::path> paths;
-  for (const char* name :
-       {"420-odd-both.jpg", "420-odd-width.jpg", "420-odd-height.jpg",
-        "422-odd-width.jpg", "411-non-multiple-4-width.jpg", "410.jpg",
-        "2x4.jpg", "440.jpg", "444.jpg", "dog-3277414_640.jpg", "logo.png",
-        "palette_color.png", "foo3x5x4indexed.png", "green_palette.png"}) {
+  for (const char* name : {"420-odd-both.jpg", "420-odd-width.jpg", "420-odd-height.jpg",
+                           "422-odd-width.jpg", "411-non-multiple-4-width.jpg", "410.jpg",
+                           "2x4.jpg", "440.jpg", "444.jpg", "dog-3277414_640.jpg", "logo.png",
+                           "palette_color.png", "foo3x5x4indexed.png", "green_palette.png"}) {
     paths.push_back(ImagesDir() / name);
   }
   const std::vector<PilImage> expected = PilDecode(paths);
@@ -510,27 +481,23 @@ TEST(DecodeImageTest, MatchesPilAtFullSize) {
     SCOPED_TRACE(paths[i].filename().string());
     const PilImage& pil = expected[i];
     const std::string bytes = ReadFile(paths[i]);
-    for (const ResizeMode mode :
-         {ResizeMode::kStretch, ResizeMode::kCenterCrop}) {
+    for (const ResizeMode mode : {ResizeMode::kStretch, ResizeMode::kCenterCrop}) {
       const auto decoded = Decode(bytes, pil.height, pil.width, mode);
       ASSERT_TRUE(decoded.ok()) << decoded.status();
       EXPECT_TRUE(std::string(decoded->begin(), decoded->end()) == pil.rgb);
     }
-    const auto chw = Decode(bytes, pil.height, pil.width,
-                            ResizeMode::kStretch, Layout::kCHW);
+    const auto chw = Decode(bytes, pil.height, pil.width, ResizeMode::kStretch, Layout::kCHW);
     ASSERT_TRUE(chw.ok());
-    EXPECT_EQ(*chw,
-              HwcToChw(std::vector<uint8_t>(pil.rgb.begin(), pil.rgb.end())));
+    EXPECT_EQ(*chw, HwcToChw(std::vector<uint8_t>(pil.rgb.begin(), pil.rgb.end())));
   }
 }
 
 // Area average of the region [x0, x1) x [y0, y1) (pixel units, clipped to
 // the image) of an HWC image, sampled to width x height: a reference for
 // the resampler.
-std::vector<double> BoxResample(const std::vector<uint8_t>& image,
-                                int image_width, int image_height, double x0,
-                                double y0, double x1, double y1, int width,
-                                int height) {
+std::vector<double> BoxResample(const std::vector<uint8_t>& image, int image_width,
+                                int image_height, double x0, double y0, double x1, double y1,
+                                int width, int height) {
   std::vector<double> out(size_t{3} * width * height);
   const double step_x = (x1 - x0) / width;
   const double step_y = (y1 - y0) / height;
@@ -540,11 +507,9 @@ std::vector<double> BoxResample(const std::vector<uint8_t>& image,
     return std::pair<int, int>(low, high);
   };
   for (int oy = 0; oy < height; ++oy) {
-    const auto [top, bottom] =
-        span(y0 + oy * step_y, y0 + (oy + 1) * step_y, image_height);
+    const auto [top, bottom] = span(y0 + oy * step_y, y0 + (oy + 1) * step_y, image_height);
     for (int ox = 0; ox < width; ++ox) {
-      const auto [left, right] =
-          span(x0 + ox * step_x, x0 + (ox + 1) * step_x, image_width);
+      const auto [left, right] = span(x0 + ox * step_x, x0 + (ox + 1) * step_x, image_width);
       for (int c = 0; c < 3; ++c) {
         double sum = 0;
         for (int y = top; y < bottom; ++y) {
@@ -552,8 +517,7 @@ std::vector<double> BoxResample(const std::vector<uint8_t>& image,
             sum += image[(size_t{3} * y * image_width) + 3 * x + c];
           }
         }
-        out[(size_t{3} * oy * width) + 3 * ox + c] =
-            sum / ((bottom - top) * (right - left));
+        out[(size_t{3} * oy * width) + 3 * ox + c] = sum / ((bottom - top) * (right - left));
       }
     }
   }
@@ -564,8 +528,7 @@ std::vector<double> BoxResample(const std::vector<uint8_t>& image,
 // filter by a few levels on average; a misplaced region differs by far more.
 constexpr double kMaxResampleError = 7.0;
 
-double MeanAbsoluteDifference(const std::vector<uint8_t>& a,
-                              const std::vector<double>& b) {
+double MeanAbsoluteDifference(const std::vector<uint8_t>& a, const std::vector<double>& b) {
   double sum = 0;
   for (size_t i = 0; i < a.size(); ++i) sum += std::abs(a[i] - b[i]);
   return sum / a.size();
@@ -581,10 +544,9 @@ TEST(DecodeImageTest, DownscalingMatchesAreaAverage) {
     int width;
     int height;
   };
-  for (const Case& c : {Case{"hubble_deep_field.jpg", 1000, 872},
-                        Case{"420-odd-both.jpg", 1277, 851},
-                        Case{"dog-3277414_640.jpg", 427, 640},
-                        Case{"logo.png", 500, 500}}) {
+  for (const Case& c :
+       {Case{"hubble_deep_field.jpg", 1000, 872}, Case{"420-odd-both.jpg", 1277, 851},
+        Case{"dog-3277414_640.jpg", 427, 640}, Case{"logo.png", 500, 500}}) {
     SCOPED_TRACE(c.name);
     const std::string bytes = ReadFile(ImagesDir() / c.name);
     const auto full = Decode(bytes, c.height, c.width);
@@ -594,29 +556,28 @@ TEST(DecodeImageTest, DownscalingMatchesAreaAverage) {
       SCOPED_TRACE(std::to_string(height) + "x" + std::to_string(width));
       const auto stretch = Decode(bytes, height, width, ResizeMode::kStretch);
       ASSERT_TRUE(stretch.ok()) << stretch.status();
-      const std::vector<double> whole = BoxResample(
-          *full, c.width, c.height, 0, 0, c.width, c.height, width, height);
+      const std::vector<double> whole =
+          BoxResample(*full, c.width, c.height, 0, 0, c.width, c.height, width, height);
       EXPECT_LT(MeanAbsoluteDifference(*stretch, whole), kMaxResampleError);
 
       const auto crop = Decode(bytes, height, width, ResizeMode::kCenterCrop);
       ASSERT_TRUE(crop.ok()) << crop.status();
-      const double scale = std::max(static_cast<double>(width) / c.width,
-                                    static_cast<double>(height) / c.height);
+      const double scale =
+          std::max(static_cast<double>(width) / c.width, static_cast<double>(height) / c.height);
       const double region_width = width / scale;
       const double region_height = height / scale;
       const double x0 = (c.width - region_width) / 2;
       const double y0 = (c.height - region_height) / 2;
-      const std::vector<double> center =
-          BoxResample(*full, c.width, c.height, x0, y0, x0 + region_width,
-                      y0 + region_height, width, height);
+      const std::vector<double> center = BoxResample(
+          *full, c.width, c.height, x0, y0, x0 + region_width, y0 + region_height, width, height);
       const double error = MeanAbsoluteDifference(*crop, center);
       EXPECT_LT(error, kMaxResampleError);
       // The same region shifted by a tenth of its size is clearly worse.
       const double shift = region_width / 10;
       const double x_shift = x0 >= shift ? -shift : shift;
-      const std::vector<double> shifted = BoxResample(
-          *full, c.width, c.height, x0 + x_shift, y0,
-          x0 + x_shift + region_width, y0 + region_height, width, height);
+      const std::vector<double> shifted =
+          BoxResample(*full, c.width, c.height, x0 + x_shift, y0, x0 + x_shift + region_width,
+                      y0 + region_height, width, height);
       const double shifted_error = MeanAbsoluteDifference(*crop, shifted);
       EXPECT_GT(shifted_error, 2 * error);
     }
@@ -633,8 +594,8 @@ TEST(DecodeImageTest, CenterCropOfSameAspectEqualsStretch) {
 }
 
 TEST(DecodeImageTest, GrayscaleJpegHasEqualChannels) {
-  const fs::path path = fs::path(kSharedDataDir) / "imagenet-sample" /
-                        "n02692877" / "n02692877_airship.JPEG";
+  const fs::path path =
+      fs::path(kSharedDataDir) / "imagenet-sample" / "n02692877" / "n02692877_airship.JPEG";
   if (!fs::exists(path)) GTEST_SKIP() << "shared data not found at " << path;
   const std::string jpeg = ReadFile(path);
   for (const auto& [height, width] :
@@ -651,8 +612,7 @@ TEST(DecodeImageTest, GrayscaleJpegHasEqualChannels) {
     ASSERT_EQ(expected.size(), 1u);
     const auto decoded = Decode(jpeg, 156, 350);
     ASSERT_TRUE(decoded.ok());
-    EXPECT_TRUE(std::string(decoded->begin(), decoded->end()) ==
-                expected[0].rgb);
+    EXPECT_TRUE(std::string(decoded->begin(), decoded->end()) == expected[0].rgb);
   }
 }
 
@@ -661,11 +621,10 @@ TEST(DecodeImageTest, GrayscaleJpegHasEqualChannels) {
 TEST(DecodeImageTest, SolidColorStaysSolid) {
   const std::array<uint8_t, 3> color = {200, 31, 97};
   const std::string png = SolidRgbPng(37, 23, color);
-  for (const auto& [height, width] : std::vector<std::pair<int, int>>{
-           {23, 37}, {64, 64}, {8, 8}, {1, 1}, {100, 7}, {5, 300}}) {
+  for (const auto& [height, width] :
+       std::vector<std::pair<int, int>>{{23, 37}, {64, 64}, {8, 8}, {1, 1}, {100, 7}, {5, 300}}) {
     for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
-          ResizeMode::kRandomResizedCrop}) {
+         {ResizeMode::kCenterCrop, ResizeMode::kStretch, ResizeMode::kRandomResizedCrop}) {
       for (const Layout layout : {Layout::kHWC, Layout::kCHW}) {
         ImageOptions options = Options(height, width, mode, layout);
         options.random_flip = true;
@@ -688,9 +647,9 @@ TEST(DecodeImageTest, SolidColorStaysSolid) {
 std::string ThreeSquaresPng() {
   std::string row;
   for (int x = 0; x < 300; ++x) {
-    row += x < 100 ? std::string("\xFF\0\0", 3)
-                   : x < 200 ? std::string("\0\xFF\0", 3)
-                             : std::string("\0\0\xFF", 3);
+    row += x < 100   ? std::string("\xFF\0\0", 3)
+           : x < 200 ? std::string("\0\xFF\0", 3)
+                     : std::string("\0\0\xFF", 3);
   }
   return MakePng(300, 100, 8, kRgb, std::vector<std::string>(100, row));
 }
@@ -744,25 +703,28 @@ TEST(DecodeImageTest, ConvertsPngColorTypesToRgb) {
     std::array<uint8_t, 3> rgb;
   };
   const Case cases[] = {
-      {"gray 8", 3, 2,
+      {"gray 8",
+       3,
+       2,
        MakePng(3, 2, 8, kGray, {"\x40\x40\x40", "\x40\x40\x40"}),
        {0x40, 0x40, 0x40}},
-      {"gray 1", 3, 2, MakePng(3, 2, 1, kGray, {"\xE0", "\xE0"}),
-       {255, 255, 255}},
-      {"gray 16", 2, 1, MakePng(2, 1, 16, kGray, {"\x12\x34\x12\x34"}),
-       {0x12, 0x12, 0x12}},
-      {"gray + alpha", 2, 1,
+      {"gray 1", 3, 2, MakePng(3, 2, 1, kGray, {"\xE0", "\xE0"}), {255, 255, 255}},
+      {"gray 16", 2, 1, MakePng(2, 1, 16, kGray, {"\x12\x34\x12\x34"}), {0x12, 0x12, 0x12}},
+      {"gray + alpha",
+       2,
+       1,
        MakePng(2, 1, 8, kGrayAlpha, {std::string("\x80\x00\x80\xFF", 4)}),
        {0x80, 0x80, 0x80}},
-      {"RGBA", 2, 1,
-       MakePng(2, 1, 8, kRgba,
-               {std::string("\x01\x02\x03\x00\x01\x02\x03\x7F", 8)}),
+      {"RGBA",
+       2,
+       1,
+       MakePng(2, 1, 8, kRgba, {std::string("\x01\x02\x03\x00\x01\x02\x03\x7F", 8)}),
        {1, 2, 3}},
-      {"RGB 16", 1, 1, MakePng(1, 1, 16, kRgb, {"\xAB\xCD\x12\x34\x56\x78"}),
-       {0xAB, 0x12, 0x56}},
-      {"palette + tRNS", 2, 2,
-       MakePng(2, 2, 2, kPalette, {"\x50", "\x50"},
-               std::string("\x00\x00\x00\x0A\x14\x1E", 6),
+      {"RGB 16", 1, 1, MakePng(1, 1, 16, kRgb, {"\xAB\xCD\x12\x34\x56\x78"}), {0xAB, 0x12, 0x56}},
+      {"palette + tRNS",
+       2,
+       2,
+       MakePng(2, 2, 2, kPalette, {"\x50", "\x50"}, std::string("\x00\x00\x00\x0A\x14\x1E", 6),
                std::string("\x00\x00", 2)),
        {10, 20, 30}},
   };
@@ -783,8 +745,7 @@ TEST(DecodeImageTest, RejectsCorruptPngChunks) {
   png[png.size() - 20] ^= 1;  // inside IDAT: its CRC no longer matches
   const auto decoded = Decode(png, 4, 4);
   EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(decoded.status().message()),
-              StartsWith("PNG decode failed: "));
+  EXPECT_THAT(std::string(decoded.status().message()), StartsWith("PNG decode failed: "));
 }
 
 // ------------------------------------------------- synthetic JPEGs (PIL) ---
@@ -811,18 +772,14 @@ TEST(DecodeImageTest, SyntheticJpegsMatchPil) {
   const fs::path dir = TempPath("synthetic_jpegs");
   fs::create_directories(dir);
   std::ofstream(dir / "make.py") << kMakeJpegs;
-  ASSERT_EQ(std::system(("python3 '" + (dir / "make.py").string() + "' '" +
-                         dir.string() + "'")
-                            .c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(("python3 '" + (dir / "make.py").string() + "' '" + dir.string() + "'").c_str()),
+      0);
   struct Case {
     const char* name;
     int tolerance;  // against PIL at full size
   };
-  const Case cases[] = {{"solid.jpg", 0},
-                        {"gray.jpg", 0},
-                        {"progressive.jpg", 0},
-                        {"cmyk.jpg", 1}};
+  const Case cases[] = {{"solid.jpg", 0}, {"gray.jpg", 0}, {"progressive.jpg", 0}, {"cmyk.jpg", 1}};
   std::vector<fs::path> paths;
   for (const Case& c : cases) paths.push_back(dir / c.name);
   const std::vector<PilImage> pil = PilDecode(paths);
@@ -836,17 +793,14 @@ TEST(DecodeImageTest, SyntheticJpegsMatchPil) {
     const std::string& expected = pil[k].rgb;
     ASSERT_EQ(decoded->size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
-      ASSERT_NEAR((*decoded)[i], static_cast<uint8_t>(expected[i]),
-                  c.tolerance)
-          << "byte " << i;
+      ASSERT_NEAR((*decoded)[i], static_cast<uint8_t>(expected[i]), c.tolerance) << "byte " << i;
     }
     // And resampled, in both modes.
     EXPECT_TRUE(Decode(jpeg, 64, 64, ResizeMode::kCenterCrop).ok());
     EXPECT_TRUE(Decode(jpeg, 8, 5, ResizeMode::kStretch).ok());
   }
   const std::string solid = ReadFile(dir / "solid.jpg");
-  for (const auto& [height, width] :
-       std::vector<std::pair<int, int>>{{23, 37}, {64, 64}, {4, 4}}) {
+  for (const auto& [height, width] : std::vector<std::pair<int, int>>{{23, 37}, {64, 64}, {4, 4}}) {
     const auto decoded = Decode(solid, height, width);
     ASSERT_TRUE(decoded.ok());
     ExpectSolid(*decoded, {200, 31, 97}, /*tolerance=*/3);
@@ -876,10 +830,8 @@ TEST(DecodeImageTest, IsThreadSafe) {
       for (int round = 0; round < 5; ++round) {
         for (size_t i = 0; i < inputs.size(); ++i) {
           const size_t k = (i + t) % inputs.size();
-          const auto decoded = Decode(inputs[k], 48, 40,
-                                      ResizeMode::kCenterCrop);
-          if (decoded.ok() != expected[k].ok() ||
-              (decoded.ok() && *decoded != *expected[k])) {
+          const auto decoded = Decode(inputs[k], 48, 40, ResizeMode::kCenterCrop);
+          if (decoded.ok() != expected[k].ok() || (decoded.ok() && *decoded != *expected[k])) {
             ++mismatches[t];
           }
         }
@@ -904,15 +856,13 @@ bool IsInside(const CropBox& box, int width, int height) {
 // Whether `box` can come from one of torchvision's attempts: its sides are
 // those of a box with an area fraction in [min_scale, max_scale] and an
 // aspect ratio in [min_ratio, max_ratio], each rounded to an integer.
-bool IsAttemptBox(const CropBox& box, int width, int height,
-                  const ImageOptions& options) {
+bool IsAttemptBox(const CropBox& box, int width, int height, const ImageOptions& options) {
   const double w = box.width;
   const double h = box.height;
   const double area = static_cast<double>(width) * height;
   return (w + 0.5) * (h + 0.5) >= options.min_scale * area &&
          (w - 0.5) * (h - 0.5) <= options.max_scale * area &&
-         (w + 0.5) / (h - 0.5) >= options.min_ratio &&
-         (w - 0.5) / (h + 0.5) <= options.max_ratio;
+         (w + 0.5) / (h - 0.5) >= options.min_ratio && (w - 0.5) / (h + 0.5) <= options.max_ratio;
 }
 
 TEST(RandomResizedCropTest, BoxesFollowTorchvisionsRanges) {
@@ -928,13 +878,12 @@ TEST(RandomResizedCropTest, BoxesFollowTorchvisionsRanges) {
            {500, 375}, {375, 500}, {1000, 1000}, {64, 48}, {1277, 851}}) {
     for (size_t v = 0; v < variants.size(); ++v) {
       for (uint64_t seed = 0; seed < 500; ++seed) {
-        const CropBox box =
-            SampleRandomResizedCrop(width, height, variants[v], seed);
+        const CropBox box = SampleRandomResizedCrop(width, height, variants[v], seed);
         ASSERT_TRUE(IsInside(box, width, height))
             << width << "x" << height << " variant " << v << " seed " << seed;
         ASSERT_TRUE(IsAttemptBox(box, width, height, variants[v]))
-            << width << "x" << height << " variant " << v << " seed " << seed
-            << ": " << box.width << "x" << box.height;
+            << width << "x" << height << " variant " << v << " seed " << seed << ": " << box.width
+            << "x" << box.height;
       }
     }
   }
@@ -971,13 +920,11 @@ TEST(RandomResizedCropTest, FallsBackToACentralCrop) {
     options.min_ratio = c.min_ratio;
     options.max_ratio = c.max_ratio;
     for (uint64_t seed = 0; seed < 20; ++seed) {
-      const CropBox box =
-          SampleRandomResizedCrop(c.width, c.height, options, seed);
+      const CropBox box = SampleRandomResizedCrop(c.width, c.height, options, seed);
       EXPECT_EQ(std::tie(box.x, box.y, box.width, box.height),
-                std::tie(c.expected.x, c.expected.y, c.expected.width,
-                         c.expected.height))
-          << "seed " << seed << ": " << box.x << "," << box.y << " "
-          << box.width << "x" << box.height;
+                std::tie(c.expected.x, c.expected.y, c.expected.width, c.expected.height))
+          << "seed " << seed << ": " << box.x << "," << box.y << " " << box.width << "x"
+          << box.height;
     }
   }
 }
@@ -988,15 +935,13 @@ TEST(RandomResizedCropTest, SameSeedSameBoxOtherSeedsOtherBoxes) {
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     const CropBox a = SampleRandomResizedCrop(500, 375, options, seed);
     const CropBox b = SampleRandomResizedCrop(500, 375, options, seed);
-    ASSERT_EQ(std::tie(a.x, a.y, a.width, a.height),
-              std::tie(b.x, b.y, b.width, b.height));
+    ASSERT_EQ(std::tie(a.x, a.y, a.width, a.height), std::tie(b.x, b.y, b.width, b.height));
     boxes.insert({a.x, a.y, a.width, a.height});
   }
   EXPECT_GE(boxes.size(), 995u);
   // Seeds that differ only in their top bit.
   const CropBox low = SampleRandomResizedCrop(500, 375, options, 5);
-  const CropBox high =
-      SampleRandomResizedCrop(500, 375, options, 5 | uint64_t{1} << 63);
+  const CropBox high = SampleRandomResizedCrop(500, 375, options, 5 | uint64_t{1} << 63);
   EXPECT_NE(std::tie(low.x, low.y, low.width, low.height),
             std::tie(high.x, high.y, high.width, high.height));
 }
@@ -1015,8 +960,7 @@ TEST(RandomResizedCropTest, FollowsTorchvisionsDistribution) {
   const ImageOptions options = CropOptions();
   const double log_ratio = std::log(4.0 / 3);
   const double expected_area =
-      ((1 - 9.0 / 16) / 2 - 0.0064 * log_ratio) / 2 /
-      (1 - 3.0 / 4 - 0.08 * log_ratio);
+      ((1 - 9.0 / 16) / 2 - 0.0064 * log_ratio) / 2 / (1 - 3.0 / 4 - 0.08 * log_ratio);
   ASSERT_NEAR(expected_area, 0.4778, 1e-4);
   constexpr int kSize = 1000;
   constexpr int kSamples = 40000;
@@ -1062,10 +1006,9 @@ TEST(DecodeImageTest, RejectsBadCropRanges) {
   const double nan = std::nan("");
   const double inf = INFINITY;
   const std::vector<std::array<double, 4>> bad = {
-      {0, 1, 0.75, 1.33},    {-0.1, 1, 0.75, 1.33}, {0.5, 0.4, 0.75, 1.33},
-      {nan, 1, 0.75, 1.33},  {0.1, inf, 0.75, 1.33}, {0.1, 1, 0, 1.33},
-      {0.1, 1, -1, 1.33},    {0.1, 1, 1.5, 1.33},   {0.1, 1, 0.75, nan},
-      {0.1, 1, 0.75, inf}};
+      {0, 1, 0.75, 1.33},     {-0.1, 1, 0.75, 1.33}, {0.5, 0.4, 0.75, 1.33}, {nan, 1, 0.75, 1.33},
+      {0.1, inf, 0.75, 1.33}, {0.1, 1, 0, 1.33},     {0.1, 1, -1, 1.33},     {0.1, 1, 1.5, 1.33},
+      {0.1, 1, 0.75, nan},    {0.1, 1, 0.75, inf}};
   for (const auto& [min_scale, max_scale, min_ratio, max_ratio] : bad) {
     ImageOptions options = CropOptions(4, 4);
     options.min_scale = min_scale;
@@ -1074,8 +1017,7 @@ TEST(DecodeImageTest, RejectsBadCropRanges) {
     options.max_ratio = max_ratio;
     const auto decoded = Decode(png, options, 1);
     EXPECT_EQ(decoded.status().code(), absl::StatusCode::kInvalidArgument)
-        << min_scale << " " << max_scale << " " << min_ratio << " "
-        << max_ratio;
+        << min_scale << " " << max_scale << " " << min_ratio << " " << max_ratio;
     // Other modes ignore the ranges.
     options.resize = ResizeMode::kCenterCrop;
     EXPECT_TRUE(Decode(png, options, 1).ok());
@@ -1100,14 +1042,13 @@ Rgb TurboJpegDecode(const std::string& jpeg, int eighths) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(jpeg.data());
   // TurboJPEG 2.1 rejects 4:1:0 and 2x4 headers after reading them, yet
   // decodes them (libjpeg-turbo issue #323).
-  tjDecompressHeader3(handle, bytes, jpeg.size(), &width, &height,
-                      &subsampling, &colorspace);
+  tjDecompressHeader3(handle, bytes, jpeg.size(), &width, &height, &subsampling, &colorspace);
   const bool cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   out.width = (width * eighths + 7) / 8;
   out.height = (height * eighths + 7) / 8;
   std::vector<uint8_t> decoded(size_t{4} * out.width * out.height);
-  if (tjDecompress2(handle, bytes, jpeg.size(), decoded.data(), out.width, 0,
-                    out.height, cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0) {
+  if (tjDecompress2(handle, bytes, jpeg.size(), decoded.data(), out.width, 0, out.height,
+                    cmyk ? TJPF_CMYK : TJPF_RGB, 0) != 0) {
     ADD_FAILURE() << tjGetErrorStr2(handle);
   }
   tjDestroy(handle);
@@ -1117,10 +1058,7 @@ Rgb TurboJpegDecode(const std::string& jpeg, int eighths) {
     for (int c = 0; c < 3; ++c) {
       // Inverted (Adobe) CMYK: R = C * K / 255 and so on.
       out.pixels[3 * i + c] =
-          cmyk ? static_cast<uint8_t>((decoded[4 * i + c] *
-                                           decoded[4 * i + 3] +
-                                       127) /
-                                      255)
+          cmyk ? static_cast<uint8_t>((decoded[4 * i + c] * decoded[4 * i + 3] + 127) / 255)
                : decoded[3 * i + c];
     }
   }
@@ -1133,9 +1071,8 @@ std::pair<int, int> JpegSize(const std::string& jpeg) {
   int height = 0;
   int subsampling = 0;
   int colorspace = 0;
-  tjDecompressHeader3(handle,
-                      reinterpret_cast<const unsigned char*>(jpeg.data()),
-                      jpeg.size(), &width, &height, &subsampling, &colorspace);
+  tjDecompressHeader3(handle, reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(),
+                      &width, &height, &subsampling, &colorspace);
   tjDestroy(handle);
   return {width, height};
 }
@@ -1145,25 +1082,22 @@ std::pair<int, int> JpegSize(const std::string& jpeg) {
 // is the average of the pixels p of the bounds weighted by a triangle
 // centered at low + (i + 0.5) * scale, widened by the shrink factor.
 struct Weights {
-  int first = 0;               // the pixel of weights[0]
+  int first = 0;                // the pixel of weights[0]
   std::vector<double> weights;  // the nonzero ones, normalized
 };
 
-std::vector<Weights> AxisWeights(double low, double high, int bound_begin,
-                                 int bound_end, int size) {
+std::vector<Weights> AxisWeights(double low, double high, int bound_begin, int bound_end,
+                                 int size) {
   const double scale = (high - low) / size;
   const double filter_scale = std::max(1.0, scale);
   std::vector<Weights> axis(size);
   for (int i = 0; i < size; ++i) {
     const double center = low + (i + 0.5) * scale;
-    axis[i].first = std::max(
-        bound_begin, static_cast<int>(std::floor(center - filter_scale)) - 1);
-    const int end = std::min(
-        bound_end, static_cast<int>(std::ceil(center + filter_scale)) + 1);
+    axis[i].first = std::max(bound_begin, static_cast<int>(std::floor(center - filter_scale)) - 1);
+    const int end = std::min(bound_end, static_cast<int>(std::ceil(center + filter_scale)) + 1);
     double total = 0;
     for (int p = axis[i].first; p < end; ++p) {
-      const double w =
-          std::max(0.0, 1 - std::abs(p + 0.5 - center) / filter_scale);
+      const double w = std::max(0.0, 1 - std::abs(p + 0.5 - center) / filter_scale);
       axis[i].weights.push_back(w);
       total += w;
     }
@@ -1175,9 +1109,8 @@ std::vector<Weights> AxisWeights(double low, double high, int bound_begin,
 // The region [x0, x1) x [y0, y1) (pixels) of `image`, resampled to
 // width x height by a filter that sees the whole image, or with `crop` only
 // the pixels that the region covers (the crop is then an image of its own).
-std::vector<uint8_t> ResizeRegion(const Rgb& image, double x0, double y0,
-                                  double x1, double y1, int width, int height,
-                                  bool crop) {
+std::vector<uint8_t> ResizeRegion(const Rgb& image, double x0, double y0, double x1, double y1,
+                                  int width, int height, bool crop) {
   const int bx0 = crop ? static_cast<int>(std::floor(x0 + 1e-9)) : 0;
   const int by0 = crop ? static_cast<int>(std::floor(y0 + 1e-9)) : 0;
   const int bx1 = crop ? static_cast<int>(std::ceil(x1 - 1e-9)) : image.width;
@@ -1189,11 +1122,9 @@ std::vector<uint8_t> ResizeRegion(const Rgb& image, double x0, double y0,
   for (int y = by0; y < by1; ++y) {
     for (int ox = 0; ox < width; ++ox) {
       for (size_t t = 0; t < wx[ox].weights.size(); ++t) {
-        const uint8_t* pixel =
-            &image.pixels[(size_t{1} * y * image.width + wx[ox].first + t) * 3];
+        const uint8_t* pixel = &image.pixels[(size_t{1} * y * image.width + wx[ox].first + t) * 3];
         for (int c = 0; c < 3; ++c) {
-          rows[(size_t{1} * (y - by0) * width + ox) * 3 + c] +=
-              wx[ox].weights[t] * pixel[c];
+          rows[(size_t{1} * (y - by0) * width + ox) * 3 + c] += wx[ox].weights[t] * pixel[c];
         }
       }
     }
@@ -1203,8 +1134,7 @@ std::vector<uint8_t> ResizeRegion(const Rgb& image, double x0, double y0,
     for (size_t i = 0; i < size_t{3} * width; ++i) {
       double sum = 0;
       for (size_t t = 0; t < wy[oy].weights.size(); ++t) {
-        sum += wy[oy].weights[t] *
-               rows[(wy[oy].first + t - by0) * size_t{3} * width + i];
+        sum += wy[oy].weights[t] * rows[(wy[oy].first + t - by0) * size_t{3} * width + i];
       }
       out[size_t{3} * oy * width + i] =
           static_cast<uint8_t>(std::clamp(std::floor(sum + 0.5), 0.0, 255.0));
@@ -1215,13 +1145,11 @@ std::vector<uint8_t> ResizeRegion(const Rgb& image, double x0, double y0,
 
 // The kRandomResizedCrop output for `box` of a full_width x full_height
 // image, from `image`, a decode of it at any scale.
-std::vector<uint8_t> ResizeBox(const Rgb& image, const CropBox& box,
-                               int full_width, int full_height, int width,
-                               int height) {
+std::vector<uint8_t> ResizeBox(const Rgb& image, const CropBox& box, int full_width,
+                               int full_height, int width, int height) {
   const double x_scale = static_cast<double>(image.width) / full_width;
   const double y_scale = static_cast<double>(image.height) / full_height;
-  return ResizeRegion(image, box.x * x_scale, box.y * y_scale,
-                      (box.x + box.width) * x_scale,
+  return ResizeRegion(image, box.x * x_scale, box.y * y_scale, (box.x + box.width) * x_scale,
                       (box.y + box.height) * y_scale, width, height,
                       /*crop=*/true);
 }
@@ -1231,8 +1159,7 @@ struct Difference {
   double mean = 0;
 };
 
-Difference Compare(const std::vector<uint8_t>& a,
-                   const std::vector<uint8_t>& b) {
+Difference Compare(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   Difference difference;
   EXPECT_EQ(a.size(), b.size());
   double sum = 0;
@@ -1269,26 +1196,22 @@ std::vector<fs::path> LargeSyntheticJpegs() {
   const fs::path dir = TempPath("large_synthetic_jpegs");
   fs::create_directories(dir);
   std::ofstream(dir / "make.py") << kMakeLargeJpegs;
-  if (std::system(("python3 '" + (dir / "make.py").string() + "' '" +
-                   dir.string() + "'")
-                      .c_str()) != 0) {
+  if (std::system(
+          ("python3 '" + (dir / "make.py").string() + "' '" + dir.string() + "'").c_str()) != 0) {
     ADD_FAILURE() << "cannot write the synthetic JPEGs";
     return {};
   }
-  return {dir / "progressive420.jpg", dir / "progressive444.jpg",
-          dir / "gray.jpg", dir / "gray-progressive.jpg", dir / "cmyk.jpg"};
+  return {dir / "progressive420.jpg", dir / "progressive444.jpg", dir / "gray.jpg",
+          dir / "gray-progressive.jpg", dir / "cmyk.jpg"};
 }
 
 // The smallest DCT scale k / 8, k in {1, 2, 4, 8}, at which the crop box
 // covers the output (image.h): the box is scaled with the image, whose size
 // is ceil(n k / 8).
-int ChooseEighths(const CropBox& box, int full_width, int full_height,
-                  int width, int height) {
+int ChooseEighths(const CropBox& box, int full_width, int full_height, int width, int height) {
   for (const int k : {1, 2, 4}) {
-    const double x_scale =
-        static_cast<double>((full_width * k + 7) / 8) / full_width;
-    const double y_scale =
-        static_cast<double>((full_height * k + 7) / 8) / full_height;
+    const double x_scale = static_cast<double>((full_width * k + 7) / 8) / full_width;
+    const double y_scale = static_cast<double>((full_height * k + 7) / 8) / full_height;
     if (box.width * x_scale >= width && box.height * y_scale >= height) {
       return k;
     }
@@ -1311,20 +1234,17 @@ TEST(DecodeImageTest, RandomResizedCropMatchesAWholeDecodeAtTheSameScale) {
     const std::string jpeg = ReadFile(path);
     const auto [full_width, full_height] = JpegSize(jpeg);
     ASSERT_GT(full_width, 0);
-    for (const auto& [height, width] : std::vector<std::pair<int, int>>{
-             {224, 224}, {64, 64}, {37, 100}}) {
+    for (const auto& [height, width] :
+         std::vector<std::pair<int, int>>{{224, 224}, {64, 64}, {37, 100}}) {
       for (uint64_t seed = 0; seed < 6; ++seed) {
-        SCOPED_TRACE(std::to_string(height) + "x" + std::to_string(width) +
-                     " seed " + std::to_string(seed));
+        SCOPED_TRACE(std::to_string(height) + "x" + std::to_string(width) + " seed " +
+                     std::to_string(seed));
         const ImageOptions options = CropOptions(height, width);
-        const CropBox box =
-            SampleRandomResizedCrop(full_width, full_height, options, seed);
-        const int eighths =
-            ChooseEighths(box, full_width, full_height, width, height);
+        const CropBox box = SampleRandomResizedCrop(full_width, full_height, options, seed);
+        const int eighths = ChooseEighths(box, full_width, full_height, width, height);
         num_scaled += eighths < 8;
         const std::vector<uint8_t> expected =
-            ResizeBox(TurboJpegDecode(jpeg, eighths), box, full_width,
-                      full_height, width, height);
+            ResizeBox(TurboJpegDecode(jpeg, eighths), box, full_width, full_height, width, height);
         const auto decoded = Decode(jpeg, options, seed);
         ASSERT_TRUE(decoded.ok()) << decoded.status();
         const Difference difference = Compare(*decoded, expected);
@@ -1337,8 +1257,7 @@ TEST(DecodeImageTest, RandomResizedCropMatchesAWholeDecodeAtTheSameScale) {
   }
   // Most crops shrink enough for a DCT scale below 1.
   EXPECT_GT(num_scaled, static_cast<int>(paths.size()) * 6);
-  std::cout << "worst difference: max " << worst.max << ", mean "
-            << worst.mean << "\n";
+  std::cout << "worst difference: max " << worst.max << ", mean " << worst.mean << "\n";
 }
 
 // PNGs, and JPEGs too small for DCT scaling, are decoded whole: the crop is
@@ -1352,12 +1271,10 @@ TEST(DecodeImageTest, RandomResizedCropOfAWholeDecode) {
     const fs::path dir = TempPath("synthetic_jpegs");
     fs::create_directories(dir);
     std::ofstream(dir / "make.py") << kMakeJpegs;
-    ASSERT_EQ(std::system(("python3 '" + (dir / "make.py").string() + "' '" +
-                           dir.string() + "'")
-                              .c_str()),
+    ASSERT_EQ(std::system(
+                  ("python3 '" + (dir / "make.py").string() + "' '" + dir.string() + "'").c_str()),
               0);
-    for (const char* name :
-         {"solid.jpg", "gray.jpg", "progressive.jpg", "cmyk.jpg"}) {
+    for (const char* name : {"solid.jpg", "gray.jpg", "progressive.jpg", "cmyk.jpg"}) {
       inputs.push_back(ReadFile(dir / name));
     }
   }
@@ -1373,10 +1290,8 @@ TEST(DecodeImageTest, RandomResizedCropOfAWholeDecode) {
       }
       return value;
     };
-    const std::pair<int, int> size = input[0] == '\xFF'
-                                         ? JpegSize(input)
-                                         : std::pair<int, int>(big_endian(16),
-                                                               big_endian(20));
+    const std::pair<int, int> size =
+        input[0] == '\xFF' ? JpegSize(input) : std::pair<int, int>(big_endian(16), big_endian(20));
     const auto [full_width, full_height] = size;
     const auto full = Decode(input, full_height, full_width);
     ASSERT_TRUE(full.ok()) << full.status();
@@ -1384,23 +1299,21 @@ TEST(DecodeImageTest, RandomResizedCropOfAWholeDecode) {
     for (uint64_t seed = 0; seed < 8; ++seed) {
       // Outputs no smaller than the boxes: no DCT scaling.
       const ImageOptions options = CropOptions(48, 64);
-      const CropBox box =
-          SampleRandomResizedCrop(full_width, full_height, options, seed);
+      const CropBox box = SampleRandomResizedCrop(full_width, full_height, options, seed);
       if (input[0] == '\xFF') {
         ASSERT_EQ(ChooseEighths(box, full_width, full_height, 64, 48), 8);
       }
       const auto decoded = Decode(input, options, seed);
       ASSERT_TRUE(decoded.ok()) << decoded.status();
-      const std::vector<uint8_t> expected =
-          ResizeBox(image, box, full_width, full_height, 64, 48);
+      const std::vector<uint8_t> expected = ResizeBox(image, box, full_width, full_height, 64, 48);
       EXPECT_LE(Compare(*decoded, expected).max, 1) << "seed " << seed;
     }
   }
 }
 
 TEST(DecodeImageTest, RandomResizedCropOfGrayscaleIsGray) {
-  std::vector<fs::path> paths = {fs::path(kSharedDataDir) / "imagenet-sample" /
-                                 "n02692877" / "n02692877_airship.JPEG"};
+  std::vector<fs::path> paths = {fs::path(kSharedDataDir) / "imagenet-sample" / "n02692877" /
+                                 "n02692877_airship.JPEG"};
   for (const fs::path& path : LargeSyntheticJpegs()) {
     if (path.filename().string().rfind("gray", 0) == 0) paths.push_back(path);
   }
@@ -1441,8 +1354,7 @@ TEST(DecodeImageTest, RandomResizedCropSamplesTheBox) {
     for (const bool flip : {false, true}) {
       ImageOptions options = CropOptions(kOut, kOut);
       options.random_flip = flip;
-      const CropBox box =
-          SampleRandomResizedCrop(kWidth, kHeight, options, seed);
+      const CropBox box = SampleRandomResizedCrop(kWidth, kHeight, options, seed);
       const bool flipped = flip && SampleHorizontalFlip(seed);
       const auto decoded = Decode(png, options, seed);
       ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -1469,8 +1381,7 @@ TEST(DecodeImageTest, FlipMirrorsTheOutputExactly) {
     SCOPED_TRACE(name);
     const std::string bytes = ReadFile(ImagesDir() / name);
     for (const ResizeMode mode :
-         {ResizeMode::kCenterCrop, ResizeMode::kStretch,
-          ResizeMode::kRandomResizedCrop}) {
+         {ResizeMode::kCenterCrop, ResizeMode::kStretch, ResizeMode::kRandomResizedCrop}) {
       for (uint64_t seed = 0; seed < 12; ++seed) {
         ImageOptions options = Options(40, 56, mode);
         const auto plain = Decode(bytes, options, seed);
@@ -1496,15 +1407,14 @@ TEST(DecodeImageTest, FlipMirrorsTheOutputExactly) {
 TEST(DecodeImageTest, SeedOnlyChangesRandomChoices) {
   SKIP_WITHOUT_IMAGES();
   const std::string jpeg = ReadFile(ImagesDir() / "420.jpg");
-  for (const ResizeMode mode :
-       {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
+  for (const ResizeMode mode : {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
     EXPECT_EQ(*Decode(jpeg, 64, 64, mode, Layout::kHWC, 1),
               *Decode(jpeg, 64, 64, mode, Layout::kHWC, 2));
   }
   int different = 0;
   for (uint64_t seed = 0; seed < 10; ++seed) {
-    different += *Decode(jpeg, CropOptions(64, 64), seed) !=
-                 *Decode(jpeg, CropOptions(64, 64), seed + 1);
+    different +=
+        *Decode(jpeg, CropOptions(64, 64), seed) != *Decode(jpeg, CropOptions(64, 64), seed + 1);
   }
   EXPECT_EQ(different, 10);
 }
@@ -1539,10 +1449,8 @@ TEST(DecodeImageTest, RandomResizedCropIsReproducibleAcrossThreads) {
       for (int round = 0; round < 3; ++round) {
         for (size_t j = 0; j < jobs.size(); ++j) {
           const size_t k = (j * (t + 1) + round) % jobs.size();
-          const auto decoded =
-              Decode(inputs[jobs[k].input], options, jobs[k].seed);
-          if (decoded.ok() != expected[k].ok() ||
-              (decoded.ok() && *decoded != *expected[k])) {
+          const auto decoded = Decode(inputs[jobs[k].input], options, jobs[k].seed);
+          if (decoded.ok() != expected[k].ok() || (decoded.ok() && *decoded != *expected[k])) {
             ++mismatches[t];
           }
         }
@@ -1574,8 +1482,7 @@ TEST(DecodeImageTest, TruncatedJpegFailsWhateverTheCrop) {
         const auto decoded = Decode(cut, options, seed);
         EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss)
             << fraction << " seed " << seed;
-        EXPECT_THAT(std::string(decoded.status().message()),
-                    StartsWith("JPEG decode failed: "));
+        EXPECT_THAT(std::string(decoded.status().message()), StartsWith("JPEG decode failed: "));
       }
     }
   }
@@ -1621,8 +1528,7 @@ TEST(DecodeImageTest, MatchesPilResizeAtFullScale) {
     double x0, y0, x1, y1;
   };
   std::vector<Job> jobs;
-  for (const char* name : {"444.jpg", "dog-3277414_640.jpg",
-                           "422-odd-width.jpg", "logo.png"}) {
+  for (const char* name : {"444.jpg", "dog-3277414_640.jpg", "422-odd-width.jpg", "logo.png"}) {
     const fs::path path = ImagesDir() / name;
     const auto pil = PilDecode({path});
     ASSERT_EQ(pil.size(), 1u);
@@ -1635,32 +1541,26 @@ TEST(DecodeImageTest, MatchesPilResizeAtFullScale) {
       const CropBox box = SampleRandomResizedCrop(width, height, options, seed);
       if (ChooseEighths(box, width, height, 224, 224) != 8) continue;
       ++num_crops;
-      jobs.push_back({path.string(), options, seed, true,
-                      static_cast<double>(box.x), static_cast<double>(box.y),
-                      static_cast<double>(box.x + box.width),
+      jobs.push_back({path.string(), options, seed, true, static_cast<double>(box.x),
+                      static_cast<double>(box.y), static_cast<double>(box.x + box.width),
                       static_cast<double>(box.y + box.height)});
     }
     ASSERT_EQ(num_crops, 5) << name;
     // Slightly smaller or larger than the image: no DCT scaling either.
     for (const auto& [out_width, out_height] : std::vector<std::pair<int, int>>{
              {width * 15 / 16, height * 15 / 16}, {width + 37, height + 11}}) {
-      jobs.push_back({path.string(),
-                      Options(out_height, out_width, ResizeMode::kStretch), 0,
-                      false, 0, 0, static_cast<double>(width),
-                      static_cast<double>(height)});
+      jobs.push_back({path.string(), Options(out_height, out_width, ResizeMode::kStretch), 0, false,
+                      0, 0, static_cast<double>(width), static_cast<double>(height)});
     }
     for (const auto& [out_width, out_height] : std::vector<std::pair<int, int>>{
              {height * 15 / 16, height * 15 / 16}, {width - 3, height / 2}}) {
-      const double scale =
-          std::max(static_cast<double>(out_width) / width,
-                   static_cast<double>(out_height) / height);
+      const double scale = std::max(static_cast<double>(out_width) / width,
+                                    static_cast<double>(out_height) / height);
       const double region_width = out_width / scale;
       const double region_height = out_height / scale;
-      jobs.push_back({path.string(),
-                      Options(out_height, out_width, ResizeMode::kCenterCrop),
-                      0, false, (width - region_width) / 2,
-                      (height - region_height) / 2, (width + region_width) / 2,
-                      (height + region_height) / 2});
+      jobs.push_back({path.string(), Options(out_height, out_width, ResizeMode::kCenterCrop), 0,
+                      false, (width - region_width) / 2, (height - region_height) / 2,
+                      (width + region_width) / 2, (height + region_height) / 2});
     }
   }
   const fs::path dir = TempPath("pil_resize");
@@ -1672,10 +1572,9 @@ TEST(DecodeImageTest, MatchesPilResizeAtFullScale) {
     list.precision(17);
     for (size_t i = 0; i < jobs.size(); ++i) {
       const Job& job = jobs[i];
-      list << job.path << " " << job.crop << " " << job.x0 << " " << job.y0
-           << " " << job.x1 << " " << job.y1 << " " << job.options.width << " "
-           << job.options.height << " " << (dir / std::to_string(i)).string()
-           << "\n";
+      list << job.path << " " << job.crop << " " << job.x0 << " " << job.y0 << " " << job.x1 << " "
+           << job.y1 << " " << job.options.width << " " << job.options.height << " "
+           << (dir / std::to_string(i)).string() << "\n";
     }
   }
   ASSERT_EQ(std::system(("python3 '" + (dir / "resize.py").string() + "' '" +
@@ -1688,8 +1587,8 @@ TEST(DecodeImageTest, MatchesPilResizeAtFullScale) {
     const auto decoded = Decode(ReadFile(job.path), job.options, job.seed);
     ASSERT_TRUE(decoded.ok()) << decoded.status();
     const std::string expected = ReadFile(dir / std::to_string(i));
-    const Difference difference = Compare(
-        *decoded, std::vector<uint8_t>(expected.begin(), expected.end()));
+    const Difference difference =
+        Compare(*decoded, std::vector<uint8_t>(expected.begin(), expected.end()));
     EXPECT_LE(difference.max, 1);
     EXPECT_LE(difference.mean, 0.2);
   }

@@ -30,8 +30,7 @@ struct PillowAxis {
   std::vector<std::vector<int32_t>> weights;
 };
 
-PillowAxis PillowCoefficients(int in_size, double low, double high,
-                              int out_size) {
+PillowAxis PillowCoefficients(int in_size, double low, double high, int out_size) {
   const double scale = (high - low) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = filter_scale;
@@ -40,8 +39,7 @@ PillowAxis PillowCoefficients(int in_size, double low, double high,
   for (int i = 0; i < out_size; ++i) {
     const double center = low + (i + 0.5) * scale;
     const int first = std::max(static_cast<int>(center - support + 0.5), 0);
-    const int end =
-        std::min(static_cast<int>(center + support + 0.5), in_size);
+    const int end = std::min(static_cast<int>(center + support + 0.5), in_size);
     std::vector<double> real;
     double total = 0;
     for (int x = first; x < end; ++x) {
@@ -66,9 +64,7 @@ struct Image {
   int height = 0;
   std::vector<uint8_t> pixels;
 
-  uint8_t& at(int x, int y, int c) {
-    return pixels[(static_cast<size_t>(y) * width + x) * 3 + c];
-  }
+  uint8_t& at(int x, int y, int c) { return pixels[(static_cast<size_t>(y) * width + x) * 3 + c]; }
   uint8_t at(int x, int y, int c) const {
     return pixels[(static_cast<size_t>(y) * width + x) * 3 + c];
   }
@@ -79,16 +75,15 @@ template <typename Pixel>
 uint8_t Filter(const PillowAxis& axis, int i, Pixel pixel) {
   int64_t sum = 1 << 21;
   for (size_t t = 0; t < axis.weights[i].size(); ++t) {
-    sum += int64_t{pixel(axis.first[i] + static_cast<int>(t))} *
-           axis.weights[i][t];
+    sum += int64_t{pixel(axis.first[i] + static_cast<int>(t))} * axis.weights[i][t];
   }
   return static_cast<uint8_t>(std::clamp<int64_t>(sum >> 22, 0, 255));
 }
 
 // Image.resize((width, height), BILINEAR, box=(x0, y0, x1, y1)), the box in
 // double precision.
-Image PillowResize(const Image& in, double x0, double y0, double x1,
-                   double y1, int width, int height) {
+Image PillowResize(const Image& in, double x0, double y0, double x1, double y1, int width,
+                   int height) {
   const bool need_horizontal = width != in.width || x0 != 0 || x1 != width;
   const bool need_vertical = height != in.height || y0 != 0 || y1 != height;
   const PillowAxis vertical = PillowCoefficients(in.height, y0, y1, height);
@@ -97,28 +92,24 @@ Image PillowResize(const Image& in, double x0, double y0, double x1,
   if (need_horizontal) {
     const PillowAxis horizontal = PillowCoefficients(in.width, x0, x1, width);
     first_row = vertical.first.front();
-    const int end_row = vertical.first.back() +
-                        static_cast<int>(vertical.weights.back().size());
+    const int end_row = vertical.first.back() + static_cast<int>(vertical.weights.back().size());
     image = {width, end_row - first_row,
              std::vector<uint8_t>(size_t{3} * width * (end_row - first_row))};
     for (int y = first_row; y < end_row; ++y) {
       for (int i = 0; i < width; ++i) {
         for (int c = 0; c < 3; ++c) {
-          image.at(i, y - first_row, c) = Filter(
-              horizontal, i, [&](int x) { return in.at(x, y, c); });
+          image.at(i, y - first_row, c) =
+              Filter(horizontal, i, [&](int x) { return in.at(x, y, c); });
         }
       }
     }
   }
   if (!need_vertical) return image;
-  Image out{image.width, height,
-            std::vector<uint8_t>(size_t{3} * image.width * height)};
+  Image out{image.width, height, std::vector<uint8_t>(size_t{3} * image.width * height)};
   for (int j = 0; j < height; ++j) {
     for (int x = 0; x < image.width; ++x) {
       for (int c = 0; c < 3; ++c) {
-        out.at(x, j, c) = Filter(vertical, j, [&](int y) {
-          return image.at(x, y - first_row, c);
-        });
+        out.at(x, j, c) = Filter(vertical, j, [&](int y) { return image.at(x, y - first_row, c); });
       }
     }
   }
@@ -140,14 +131,11 @@ struct Case {
   int height = 0;
 
   std::string Describe() const {
-    return "image " + std::to_string(image_width) + "x" +
-           std::to_string(image_height) + ", bounds x [" +
-           std::to_string(x_bounds.begin) + ", " +
-           std::to_string(x_bounds.end) + ") y [" +
-           std::to_string(y_bounds.begin) + ", " +
-           std::to_string(y_bounds.end) + "), box (" + std::to_string(x0) +
-           ", " + std::to_string(y0) + ", " + std::to_string(x1) + ", " +
-           std::to_string(y1) + ") to " + std::to_string(width) + "x" +
+    return "image " + std::to_string(image_width) + "x" + std::to_string(image_height) +
+           ", bounds x [" + std::to_string(x_bounds.begin) + ", " + std::to_string(x_bounds.end) +
+           ") y [" + std::to_string(y_bounds.begin) + ", " + std::to_string(y_bounds.end) +
+           "), box (" + std::to_string(x0) + ", " + std::to_string(y0) + ", " + std::to_string(x1) +
+           ", " + std::to_string(y1) + ") to " + std::to_string(width) + "x" +
            std::to_string(height);
   }
 };
@@ -155,8 +143,7 @@ struct Case {
 // One axis of a random case: bounds of `size` pixels inside [0, limit), a
 // box inside them (sometimes whole or integer, sometimes the output's size
 // for an identity filter) and an output size.
-void RandomAxis(std::mt19937_64& rng, Span* bounds, double* low, double* high,
-                int* out) {
+void RandomAxis(std::mt19937_64& rng, Span* bounds, double* low, double* high, int* out) {
   auto uniform = [&rng](int low, int high) {  // [low, high]
     return std::uniform_int_distribution<int>(low, high)(rng);
   };
@@ -203,9 +190,7 @@ void RandomAxis(std::mt19937_64& rng, Span* bounds, double* low, double* high,
       break;
     default:  // downsampling, up to 12 times
       *out = std::max(
-          1, static_cast<int>(
-                 extent /
-                 std::uniform_real_distribution<double>(1, 12)(rng)));
+          1, static_cast<int>(extent / std::uniform_real_distribution<double>(1, 12)(rng)));
       break;
   }
   // The box in the image's coordinates.
@@ -239,16 +224,14 @@ Image RandomImage(std::mt19937_64& rng, int width, int height) {
 Image Crop(const Image& image, Span x, Span y) {
   Image out{x.end - x.begin, y.end - y.begin, {}};
   for (int row = y.begin; row < y.end; ++row) {
-    const uint8_t* begin =
-        &image.pixels[(static_cast<size_t>(row) * image.width + x.begin) * 3];
+    const uint8_t* begin = &image.pixels[(static_cast<size_t>(row) * image.width + x.begin) * 3];
     out.pixels.insert(out.pixels.end(), begin, begin + out.width * 3);
   }
   return out;
 }
 
-std::vector<uint8_t> ResampleImage(Simd simd, const Image& image,
-                                   const Axis& x, const Axis& y, bool planar,
-                                   ResampleScratch& scratch) {
+std::vector<uint8_t> ResampleImage(Simd simd, const Image& image, const Axis& x, const Axis& y,
+                                   bool planar, ResampleScratch& scratch) {
   // The view starts at pixel (1, 1) of the image; the row stride has slack.
   const size_t stride = size_t{3} * image.width;
   const RgbView view{image.pixels.data() + stride + 3, stride, 1, 1};
@@ -264,8 +247,7 @@ std::vector<uint8_t> ResampleImage(Simd simd, const Image& image,
   return out;
 }
 
-std::vector<uint8_t> ToPlanar(const std::vector<uint8_t>& hwc, int width,
-                              int height) {
+std::vector<uint8_t> ToPlanar(const std::vector<uint8_t>& hwc, int width, int height) {
   std::vector<uint8_t> chw(hwc.size());
   const size_t plane = size_t{1} * width * height;
   for (size_t p = 0; p < plane; ++p) {
@@ -317,25 +299,20 @@ TEST(ResampleTest, MatchesPillowsAlgorithmExactly) {
     num_identity += x.identity || y.identity;
     num_wide += c.width >= 16 && c.x_bounds.end - c.x_bounds.begin >= 16;
     const Image expected = PillowResize(
-        Crop(image, c.x_bounds, c.y_bounds), c.x0 - c.x_bounds.begin,
-        c.y0 - c.y_bounds.begin, c.x1 - c.x_bounds.begin,
-        c.y1 - c.y_bounds.begin, c.width, c.height);
+        Crop(image, c.x_bounds, c.y_bounds), c.x0 - c.x_bounds.begin, c.y0 - c.y_bounds.begin,
+        c.x1 - c.x_bounds.begin, c.y1 - c.y_bounds.begin, c.width, c.height);
     ASSERT_EQ(expected.pixels.size(), size_t{3} * c.width * c.height);
     Axis mirrored = x;
     MirrorAxis(&mirrored);
     const std::vector<uint8_t> flipped = MirrorRows(expected.pixels, c.width);
     for (const Simd simd : kSimds) {
       SCOPED_TRACE(SimdName(simd));
-      EXPECT_EQ(ResampleImage(simd, image, x, y, /*planar=*/false, scratch),
-                expected.pixels);
+      EXPECT_EQ(ResampleImage(simd, image, x, y, /*planar=*/false, scratch), expected.pixels);
       EXPECT_EQ(ResampleImage(simd, image, x, y, /*planar=*/true, scratch),
                 ToPlanar(expected.pixels, c.width, c.height));
-      EXPECT_EQ(
-          ResampleImage(simd, image, mirrored, y, /*planar=*/false, scratch),
-          flipped);
-      EXPECT_EQ(
-          ResampleImage(simd, image, mirrored, y, /*planar=*/true, scratch),
-          ToPlanar(flipped, c.width, c.height));
+      EXPECT_EQ(ResampleImage(simd, image, mirrored, y, /*planar=*/false, scratch), flipped);
+      EXPECT_EQ(ResampleImage(simd, image, mirrored, y, /*planar=*/true, scratch),
+                ToPlanar(flipped, c.width, c.height));
     }
     if (HasFailure()) break;
   }
@@ -372,13 +349,11 @@ TEST(ResampleTest, MatchesPillowAtTrainingSizes) {
     const Image image = RandomImage(rng, c.image_width, c.image_height);
     BuildAxis(c.x0, c.x1, c.x_bounds, c.width, &x);
     BuildAxis(c.y0, c.y1, c.y_bounds, c.height, &y);
-    const Image expected = PillowResize(
-        Crop(image, c.x_bounds, c.y_bounds), c.x0, c.y0, c.x1, c.y1, c.width,
-        c.height);
+    const Image expected = PillowResize(Crop(image, c.x_bounds, c.y_bounds), c.x0, c.y0, c.x1, c.y1,
+                                        c.width, c.height);
     for (const Simd simd : kSimds) {
       SCOPED_TRACE(SimdName(simd));
-      EXPECT_EQ(ResampleImage(simd, image, x, y, /*planar=*/false, scratch),
-                expected.pixels);
+      EXPECT_EQ(ResampleImage(simd, image, x, y, /*planar=*/false, scratch), expected.pixels);
       EXPECT_EQ(ResampleImage(simd, image, x, y, /*planar=*/true, scratch),
                 ToPlanar(expected.pixels, c.width, c.height));
     }

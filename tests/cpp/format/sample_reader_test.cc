@@ -37,8 +37,7 @@ std::string MakeTar(const std::vector<std::pair<std::string, std::string>>& memb
 
 std::vector<Sample> ReadAll(const std::string& archive,
                             std::optional<std::vector<std::string>> wanted = std::nullopt) {
-  SampleReader reader(std::make_unique<MemorySource>("mem.tar", archive),
-                      std::move(wanted));
+  SampleReader reader(std::make_unique<MemorySource>("mem.tar", archive), std::move(wanted));
   std::vector<Sample> samples;
   Sample sample;  // reused, as the loader does
   while (true) {
@@ -75,16 +74,14 @@ TEST(SampleReaderTest, GroupsConsecutiveMembersWithOneKey) {
   EXPECT_EQ(samples[0].Find("cls")->data, "3");
   EXPECT_EQ(samples[1].key, "a/0002");
   EXPECT_EQ(samples[1].index, 1);
-  EXPECT_EQ(samples[1].offset, 2 * 1024);  // two members of one block each
+  EXPECT_EQ(samples[1].offset, 2 * 1024);         // two members of one block each
   EXPECT_EQ(samples[1].Find("jpg")->data, "J2");  // extension lowercased
   EXPECT_EQ(samples[2].Find("txt")->data, "hello");
 }
 
 TEST(SampleReaderTest, SkipsMetadataAndNamesWithoutExtension) {
-  const std::string archive = MakeTar({{"__index__.json", "{}"},
-                                       {"README", "x"},
-                                       {"k.bin", "1"},
-                                       {"dir/__meta__", "m"}});
+  const std::string archive =
+      MakeTar({{"__index__.json", "{}"}, {"README", "x"}, {"k.bin", "1"}, {"dir/__meta__", "m"}});
   std::vector<Sample> samples = ReadAll(archive);
   ASSERT_EQ(samples.size(), 1u);
   EXPECT_EQ(samples[0].key, "k");
@@ -108,16 +105,14 @@ TEST(SampleReaderTest, MembersButNoSampleIsDataLossNamingTheShard) {
 }
 
 TEST(SampleReaderTest, RepeatedExtensionIsDataLossNamingTheSample) {
-  const std::string archive =
-      MakeTar({{"k.jpg", "1"}, {"k.cls", "2"}, {"k.jpg", "3"}});
+  const std::string archive = MakeTar({{"k.jpg", "1"}, {"k.cls", "2"}, {"k.jpg", "3"}});
   SampleReader reader(std::make_unique<MemorySource>("dup.tar", archive));
   Sample sample;
   absl::StatusOr<bool> read = reader.Next(&sample);
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(read.status().message()),
-              ::testing::AllOf(::testing::HasSubstr("dup.tar"),
-                               ::testing::HasSubstr("offset 2048"),
+              ::testing::AllOf(::testing::HasSubstr("dup.tar"), ::testing::HasSubstr("offset 2048"),
                                ::testing::HasSubstr("sample k")));
 }
 

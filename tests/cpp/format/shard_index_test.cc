@@ -22,8 +22,8 @@ class ShardIndexTest : public ::testing::Test {
     auto writer = *ShardWriter::Create({.pattern = dir_.Join("s-%03d.tar")});
     const std::string long_dir(120, 'd');  // needs a PAX path record
     ASSERT_TRUE(writer->Write("a", {{"jpg", "JPEGDATA"}, {"cls", "3"}}).ok());
-    ASSERT_TRUE(writer->Write(long_dir + "/b", {{"jpg", std::string(1000, 'x')},
-                                                {"cls", "4"}}).ok());
+    ASSERT_TRUE(
+        writer->Write(long_dir + "/b", {{"jpg", std::string(1000, 'x')}, {"cls", "4"}}).ok());
     ASSERT_TRUE(writer->Write("c", {{"cls", ""}, {"txt", "hello"}}).ok());
     ASSERT_TRUE(writer->Close().ok());
     shard_ = dir_.Join("s-000.tar");
@@ -108,8 +108,7 @@ TEST_F(ShardIndexTest, AnIndexReachingPastTheShardIsDataLossBeforeAnyRead) {
     const std::string text = "v1.2 2\njpg 1024 8 a.jpg\n" + bad_group + "\n";
     absl::StatusOr<ShardIndex> parsed = ParseShardIndex(text, "s-000.idx");
     ASSERT_TRUE(parsed.ok()) << parsed.status();
-    const absl::Status bounds =
-        CheckShardIndexBounds(*parsed, shard_size, shard_, "s-000.idx");
+    const absl::Status bounds = CheckShardIndexBounds(*parsed, shard_size, shard_, "s-000.idx");
     EXPECT_EQ(bounds.code(), absl::StatusCode::kDataLoss);
     EXPECT_THAT(bounds.message(), HasSubstr("s-000.idx, line 3"));
     EXPECT_EQ(GetContext(bounds).uri, shard_);
@@ -138,8 +137,8 @@ TEST(ParseShardIndexTest, ReadsDaliV11AndRejectsMalformedIndexes) {
   EXPECT_EQ(v11->key(1), "1");
   EXPECT_EQ(v11->members(0).size(), 2u);
   EXPECT_EQ(v11->members(0)[1].offset, 1536);
-  for (const char* bad : {"", "v9 1\njpg 512 1\n", "v1.1 2\njpg 512 1\n",
-                          "v1.2 1\njpg 512 1\n", "v1.1 1\njpg x 1\n"}) {
+  for (const char* bad : {"", "v9 1\njpg 512 1\n", "v1.1 2\njpg 512 1\n", "v1.2 1\njpg 512 1\n",
+                          "v1.1 1\njpg x 1\n"}) {
     absl::StatusOr<ShardIndex> parsed = ParseShardIndex(bad, "x.idx");
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << bad;
     EXPECT_THAT(parsed.status().message(), HasSubstr("malformed shard index"));
@@ -150,8 +149,8 @@ TEST(ParseShardIndexTest, ReadsDaliV11AndRejectsMalformedIndexes) {
 // "a b") are escaped in the space-separated index and read back.
 TEST(ShardIndexEscapingTest, NamesWithSpacesAndNewlinesRoundTrip) {
   testing::TempDir dir;
-  const std::vector<std::string> keys = {"a b/c d", "tab\there", "new\nline",
-                                         "back\\slash\\x41", "plain"};
+  const std::vector<std::string> keys = {"a b/c d", "tab\there", "new\nline", "back\\slash\\x41",
+                                         "plain"};
   auto writer = *ShardWriter::Create({.pattern = dir.Join("e-%03d.tar")});
   for (const std::string& key : keys) {
     ASSERT_TRUE(writer->Write(key, {{"jpg", key}, {"cls", "1"}}).ok()) << key;
@@ -182,13 +181,12 @@ TEST(ShardIndexEscapingTest, NamesWithSpacesAndNewlinesRoundTrip) {
 // Indexes from DALI's tools do not escape: a backslash that does not start
 // "\xHH" is read as it is, and v1.1 indexes are unaffected.
 TEST(ShardIndexEscapingTest, UnescapedDaliIndexesReadAsBefore) {
-  absl::StatusOr<ShardIndex> parsed = ParseShardIndex(
-      "v1.2 2\njpg 512 10 dir\\name.jpg\njpg 2048 5 x\\x4.jpg\n", "d.idx");
+  absl::StatusOr<ShardIndex> parsed =
+      ParseShardIndex("v1.2 2\njpg 512 10 dir\\name.jpg\njpg 2048 5 x\\x4.jpg\n", "d.idx");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->key(0), "dir\\name");
   EXPECT_EQ(parsed->key(1), "x\\x4");
-  absl::StatusOr<ShardIndex> v11 =
-      ParseShardIndex("v1.1 1\njpg 512 10 cls 1536 1\n", "d.idx");
+  absl::StatusOr<ShardIndex> v11 = ParseShardIndex("v1.1 1\njpg 512 10 cls 1536 1\n", "d.idx");
   ASSERT_TRUE(v11.ok()) << v11.status();
   EXPECT_EQ(v11->key(0), "0");
   EXPECT_EQ(v11->extension(v11->members(0)[1].extension), "cls");

@@ -27,13 +27,11 @@ using ::testing::HasSubstr;
 
 // Go's archive/tar and CPython's tarfile test vectors (see the README of the
 // shared data folder).
-std::string TarDir() {
-  return std::string(SHARDLOADER_SHARED_DATA_DIR) + "/edge/tar";
-}
+std::string TarDir() { return std::string(SHARDLOADER_SHARED_DATA_DIR) + "/edge/tar"; }
 
-#define SKIP_WITHOUT_SHARED_DATA()                                      \
-  if (!std::filesystem::is_directory(TarDir())) {                       \
-    GTEST_SKIP() << "shared test data not found at " << TarDir();       \
+#define SKIP_WITHOUT_SHARED_DATA()                                \
+  if (!std::filesystem::is_directory(TarDir())) {                 \
+    GTEST_SKIP() << "shared test data not found at " << TarDir(); \
   }
 
 std::string FileBytes(const std::string& path) {
@@ -50,8 +48,7 @@ struct ReadResult {
 // Reads a whole archive, with ReadData() for every member or, if
 // `read_data` is false, skipping all data. Fails the test (rather than hang)
 // if the reader returns more members than the archive has blocks.
-ReadResult ReadAll(ByteSource* source, int64_t archive_size,
-                   bool read_data = true) {
+ReadResult ReadAll(ByteSource* source, int64_t archive_size, bool read_data = true) {
   ReadResult result;
   TarReader reader(source);
   const int64_t max_members = archive_size / 512 + 1;
@@ -84,8 +81,7 @@ ReadResult ReadBytes(const std::string& bytes, bool read_data = true) {
 
 ReadResult ReadVector(const std::string& relative_path) {
   const std::string path = TarDir() + "/" + relative_path;
-  absl::StatusOr<std::unique_ptr<LocalFileSource>> source =
-      LocalFileSource::Open(path);
+  absl::StatusOr<std::unique_ptr<LocalFileSource>> source = LocalFileSource::Open(path);
   if (!source.ok()) {
     ADD_FAILURE() << source.status();
     return {};
@@ -115,8 +111,7 @@ TEST_P(TarReaderGoodVectorTest, ReadsWithoutError) {
   EXPECT_TRUE(result.status.ok()) << result.status;
   EXPECT_EQ(result.members.size(), static_cast<size_t>(GetParam().num_members));
   for (size_t i = 0; i < result.data.size(); ++i) {
-    EXPECT_EQ(result.data[i].size(),
-              static_cast<size_t>(result.members[i].size));
+    EXPECT_EQ(result.data[i].size(), static_cast<size_t>(result.members[i].size));
   }
 }
 
@@ -124,35 +119,25 @@ INSTANTIATE_TEST_SUITE_P(
     Vectors, TarReaderGoodVectorTest,
     ::testing::Values(
         // "read without error" in the README.
-        GoodVector{"go/gnu.tar", 2}, GoodVector{"go/v7.tar", 2},
-        GoodVector{"go/star.tar", 2}, GoodVector{"go/ustar.tar", 1},
-        GoodVector{"go/pax.tar", 2}, GoodVector{"go/xattrs.tar", 2},
+        GoodVector{"go/gnu.tar", 2}, GoodVector{"go/v7.tar", 2}, GoodVector{"go/star.tar", 2},
+        GoodVector{"go/ustar.tar", 1}, GoodVector{"go/pax.tar", 2}, GoodVector{"go/xattrs.tar", 2},
         GoodVector{"go/hardlink.tar", 2}, GoodVector{"go/file-and-dir.tar", 2},
-        GoodVector{"go/trailing-slash.tar", 1},
-        GoodVector{"go/gnu-long-nul.tar", 1}, GoodVector{"go/gnu-utf8.tar", 1},
-        GoodVector{"go/gnu-not-utf8.tar", 1},
-        GoodVector{"go/gnu-multi-hdrs.tar", 1},
-        GoodVector{"go/pax-multi-hdrs.tar", 1},
-        GoodVector{"go/pax-records.tar", 1},
-        GoodVector{"go/pax-global-records.tar", 4},
-        GoodVector{"go/pax-pos-size-file.tar", 1},
-        GoodVector{"go/nil-uid.tar", 1}, GoodVector{"go/invalid-go17.tar", 1},
-        GoodVector{"go/ustar-file-devs.tar", 1},
-        GoodVector{"go/sparse-formats.tar", 5},
-        GoodVector{"go/gnu-incremental.tar", 3},
+        GoodVector{"go/trailing-slash.tar", 1}, GoodVector{"go/gnu-long-nul.tar", 1},
+        GoodVector{"go/gnu-utf8.tar", 1}, GoodVector{"go/gnu-not-utf8.tar", 1},
+        GoodVector{"go/gnu-multi-hdrs.tar", 1}, GoodVector{"go/pax-multi-hdrs.tar", 1},
+        GoodVector{"go/pax-records.tar", 1}, GoodVector{"go/pax-global-records.tar", 4},
+        GoodVector{"go/pax-pos-size-file.tar", 1}, GoodVector{"go/nil-uid.tar", 1},
+        GoodVector{"go/invalid-go17.tar", 1}, GoodVector{"go/ustar-file-devs.tar", 1},
+        GoodVector{"go/sparse-formats.tar", 5}, GoodVector{"go/gnu-incremental.tar", 3},
         // Not in the README; Go reads them without error.
         GoodVector{"go/ustar-file-reg.tar", 1}, GoodVector{"go/writer.tar", 3},
-        GoodVector{"go/hdr-only.tar", 16},
-        GoodVector{"go/gnu-sparse-big.tar", 1},
-        GoodVector{"go/pax-sparse-big.tar", 1},
-        GoodVector{"go/gnu-nil-sparse-data.tar", 1},
-        GoodVector{"go/gnu-nil-sparse-hole.tar", 1},
-        GoodVector{"go/pax-nil-sparse-data.tar", 1},
+        GoodVector{"go/hdr-only.tar", 16}, GoodVector{"go/gnu-sparse-big.tar", 1},
+        GoodVector{"go/pax-sparse-big.tar", 1}, GoodVector{"go/gnu-nil-sparse-data.tar", 1},
+        GoodVector{"go/gnu-nil-sparse-hole.tar", 1}, GoodVector{"go/pax-nil-sparse-data.tar", 1},
         GoodVector{"go/pax-nil-sparse-hole.tar", 1},
         // A PAX header and then the end of the stream: Go's
         // TestReadTruncation calls it a valid archive without members.
-        GoodVector{"go/pax-path-hdr.tar", 0},
-        GoodVector{"cpython/testtar.tar", 39}));
+        GoodVector{"go/pax-path-hdr.tar", 0}, GoodVector{"cpython/testtar.tar", 39}));
 
 struct BadVector {
   const char* path;
@@ -165,11 +150,9 @@ TEST_P(TarReaderBadVectorTest, IsRejectedWithShardAndOffset) {
   SKIP_WITHOUT_SHARED_DATA();
   const std::string path = TarDir() + "/" + GetParam().path;
   const ReadResult result = ReadVector(GetParam().path);
-  EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss)
-      << result.status;
+  EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss) << result.status;
   EXPECT_THAT(std::string(result.status.message()),
-              HasSubstr(absl::StrCat("shard ", path, ", offset ",
-                                     GetParam().error_offset)));
+              HasSubstr(absl::StrCat("shard ", path, ", offset ", GetParam().error_offset)));
   const ErrorContext context = GetContext(result.status);
   EXPECT_EQ(context.uri, path);
   EXPECT_EQ(context.offset, GetParam().error_offset);
@@ -179,18 +162,15 @@ INSTANTIATE_TEST_SUITE_P(
     Vectors, TarReaderBadVectorTest,
     ::testing::Values(
         // "rejected" in the README.
-        BadVector{"go/pax-bad-hdr-file.tar", 0},
-        BadVector{"go/pax-bad-mtime-file.tar", 0},
-        BadVector{"go/pax-nul-xattrs.tar", 0},
-        BadVector{"go/pax-nul-path.tar", 0}, BadVector{"go/neg-size.tar", 0},
-        BadVector{"go/issue10968.tar", 0}, BadVector{"go/issue11169.tar", 0},
-        BadVector{"go/issue12435.tar", 0},
+        BadVector{"go/pax-bad-hdr-file.tar", 0}, BadVector{"go/pax-bad-mtime-file.tar", 0},
+        BadVector{"go/pax-nul-xattrs.tar", 0}, BadVector{"go/pax-nul-path.tar", 0},
+        BadVector{"go/neg-size.tar", 0}, BadVector{"go/issue10968.tar", 0},
+        BadVector{"go/issue11169.tar", 0}, BadVector{"go/issue12435.tar", 0},
         // A PAX global header whose only record, "0", is malformed.
         BadVector{"cpython/recursion.tar", 0},
         // Go's writer tests keep only the headers of 16 GiB files: the data
         // is missing.
-        BadVector{"go/writer-big.tar", 0},
-        BadVector{"go/writer-big-long.tar", 0}));
+        BadVector{"go/writer-big.tar", 0}, BadVector{"go/writer-big-long.tar", 0}));
 
 // ---------------------------------------------------------------------------
 // Members, as Go's reader_test.go expects them.
@@ -201,13 +181,11 @@ TEST(TarReaderTest, GnuV7StarUstarHaveTheSmallFiles) {
   const std::string small2 = FileBytes(TarDir() + "/go/small2.txt");
   ASSERT_EQ(small, "Kilts");
   ASSERT_EQ(small2, "Google.com\n");
-  for (const char* path : {"go/gnu.tar", "go/v7.tar", "go/star.tar",
-                           "go/xattrs.tar"}) {
+  for (const char* path : {"go/gnu.tar", "go/v7.tar", "go/star.tar", "go/xattrs.tar"}) {
     SCOPED_TRACE(path);
     const ReadResult result = ReadVector(path);
     ASSERT_TRUE(result.status.ok()) << result.status;
-    ASSERT_EQ(Names(result),
-              (std::vector<std::string>{"small.txt", "small2.txt"}));
+    ASSERT_EQ(Names(result), (std::vector<std::string>{"small.txt", "small2.txt"}));
     EXPECT_EQ(result.members[0].type, TarEntryType::kRegular);
     EXPECT_EQ(result.members[0].size, 5);
     EXPECT_EQ(result.data[0], small);
@@ -253,8 +231,7 @@ TEST(TarReaderTest, UstarPrefix) {
   SKIP_WITHOUT_SHARED_DATA();
   std::string name;
   for (int i = 0; i < 15; ++i) name += "longname/";
-  EXPECT_EQ(Names(ReadVector("go/ustar.tar")),
-            std::vector<std::string>{name + "file.txt"});
+  EXPECT_EQ(Names(ReadVector("go/ustar.tar")), std::vector<std::string>{name + "file.txt"});
   // A pre-Go 1.8 writer put a ustar prefix into a GNU header.
   EXPECT_EQ(Names(ReadVector("go/invalid-go17.tar")),
             std::vector<std::string>{std::string(97, 'a') + "/foo"});
@@ -278,14 +255,12 @@ TEST(TarReaderTest, MultipleExtensionHeadersTheLastWins) {
 TEST(TarReaderTest, GnuLongNames) {
   SKIP_WITHOUT_SHARED_DATA();
   // Long names are C strings: cut at the first NUL.
-  EXPECT_EQ(Names(ReadVector("go/gnu-long-nul.tar")),
-            std::vector<std::string>{"0123456789"});
+  EXPECT_EQ(Names(ReadVector("go/gnu-long-nul.tar")), std::vector<std::string>{"0123456789"});
   std::string smileys;
   for (int i = 0; i < 18; ++i) smileys += "☺☻☹";
-  EXPECT_EQ(Names(ReadVector("go/gnu-utf8.tar")),
-            std::vector<std::string>{smileys});
-  EXPECT_EQ(Names(ReadVector("go/gnu-not-utf8.tar")),
-            std::vector<std::string>{"hi\x80\x81\x82\x83" "bye"});
+  EXPECT_EQ(Names(ReadVector("go/gnu-utf8.tar")), std::vector<std::string>{smileys});
+  EXPECT_EQ(Names(ReadVector("go/gnu-not-utf8.tar")), std::vector<std::string>{"hi\x80\x81\x82\x83"
+                                                                               "bye"});
 }
 
 TEST(TarReaderTest, LinksDirectoriesAndHeaderOnlyTypes) {
@@ -332,12 +307,9 @@ TEST(TarReaderTest, PaxRecords) {
   ASSERT_EQ(pos_size.members.size(), 1u);
   EXPECT_EQ(pos_size.members[0].name, "foo");
   EXPECT_EQ(pos_size.members[0].size, 999);  // "size=000...0999"
-  EXPECT_EQ(Names(ReadVector("go/pax-records.tar")),
-            std::vector<std::string>{"file"});
-  EXPECT_EQ(Names(ReadVector("go/nil-uid.tar")),
-            std::vector<std::string>{"P1050238.JPG.log"});
-  EXPECT_EQ(Names(ReadVector("go/ustar-file-devs.tar")),
-            std::vector<std::string>{"file"});
+  EXPECT_EQ(Names(ReadVector("go/pax-records.tar")), std::vector<std::string>{"file"});
+  EXPECT_EQ(Names(ReadVector("go/nil-uid.tar")), std::vector<std::string>{"P1050238.JPG.log"});
+  EXPECT_EQ(Names(ReadVector("go/ustar-file-devs.tar")), std::vector<std::string>{"file"});
 }
 
 TEST(TarReaderTest, PaxGlobalRecordsApplyToLaterMembers) {
@@ -356,9 +328,8 @@ TEST(TarReaderTest, SparseMembersAreOtherAndSkipped) {
   const ReadResult result = ReadVector("go/sparse-formats.tar");
   ASSERT_TRUE(result.status.ok()) << result.status;
   ASSERT_EQ(Names(result),
-            (std::vector<std::string>{"sparse-gnu", "sparse-posix-0.0",
-                                      "sparse-posix-0.1", "sparse-posix-1.0",
-                                      "end"}));
+            (std::vector<std::string>{"sparse-gnu", "sparse-posix-0.0", "sparse-posix-0.1",
+                                      "sparse-posix-1.0", "end"}));
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(result.members[i].type, TarEntryType::kOther);
   }
@@ -368,16 +339,13 @@ TEST(TarReaderTest, SparseMembersAreOtherAndSkipped) {
   EXPECT_EQ(result.members[0].data_offset, 3072);
 
   const ReadResult incremental = ReadVector("go/gnu-incremental.tar");
-  ASSERT_EQ(Names(incremental),
-            (std::vector<std::string>{"test2/", "test2/foo", "test2/sparse"}));
+  ASSERT_EQ(Names(incremental), (std::vector<std::string>{"test2/", "test2/foo", "test2/sparse"}));
   EXPECT_EQ(incremental.members[0].type, TarEntryType::kOther);  // 'D'
   EXPECT_EQ(incremental.members[1].size, 64);
   EXPECT_EQ(incremental.members[2].type, TarEntryType::kOther);  // 'S'
 
-  EXPECT_EQ(Names(ReadVector("go/gnu-sparse-big.tar")),
-            std::vector<std::string>{"gnu-sparse"});
-  EXPECT_EQ(Names(ReadVector("go/pax-sparse-big.tar")),
-            std::vector<std::string>{"pax-sparse"});
+  EXPECT_EQ(Names(ReadVector("go/gnu-sparse-big.tar")), std::vector<std::string>{"gnu-sparse"});
+  EXPECT_EQ(Names(ReadVector("go/pax-sparse-big.tar")), std::vector<std::string>{"pax-sparse"});
 }
 
 TEST(TarReaderTest, CpythonTestTar) {
@@ -386,9 +354,9 @@ TEST(TarReaderTest, CpythonTestTar) {
   ASSERT_TRUE(result.status.ok()) << result.status;
   ASSERT_EQ(result.members.size(), 39u);
   // Every 7011-byte regular file holds the same bytes.
-  const auto regtype = std::find_if(
-      result.members.begin(), result.members.end(),
-      [](const TarMember& member) { return member.name == "ustar/regtype"; });
+  const auto regtype =
+      std::find_if(result.members.begin(), result.members.end(),
+                   [](const TarMember& member) { return member.name == "ustar/regtype"; });
   ASSERT_NE(regtype, result.members.end());
   const std::string& expected = result.data[regtype - result.members.begin()];
   ASSERT_EQ(expected.size(), 7011u);
@@ -413,11 +381,10 @@ TEST(TarReaderTest, CpythonTestTar) {
 }
 
 TEST(TarReaderTest, WebDatasetShard) {
-  const std::string path = std::string(SHARDLOADER_SHARED_DATA_DIR) +
-                           "/cifar10-test/shards/cifar10-test-000000.tar";
+  const std::string path =
+      std::string(SHARDLOADER_SHARED_DATA_DIR) + "/cifar10-test/shards/cifar10-test-000000.tar";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
-  absl::StatusOr<std::unique_ptr<LocalFileSource>> source =
-      LocalFileSource::Open(path);
+  absl::StatusOr<std::unique_ptr<LocalFileSource>> source = LocalFileSource::Open(path);
   ASSERT_TRUE(source.ok()) << source.status();
   const ReadResult result = ReadAll(source->get(), (*source)->size_bytes());
   ASSERT_TRUE(result.status.ok()) << result.status;
@@ -441,8 +408,8 @@ struct TruncationCase {
 TEST(TarReaderTest, Truncation) {
   SKIP_WITHOUT_SHARED_DATA();
   const std::string data1 = FileBytes(TarDir() + "/go/gnu.tar");
-  const std::string data2 = FileBytes(TarDir() + "/go/ustar-file-reg.tar") +
-                            std::string(10 * 512, '\0');
+  const std::string data2 =
+      FileBytes(TarDir() + "/go/ustar-file-reg.tar") + std::string(10 * 512, '\0');
   const std::string pax = FileBytes(TarDir() + "/go/pax-path-hdr.tar");
   const std::string sparse = FileBytes(TarDir() + "/go/sparse-formats.tar");
   std::string trash;
@@ -493,16 +460,13 @@ TEST(TarReaderTest, Truncation) {
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     for (const bool read_data : {false, true}) {
-      SCOPED_TRACE(absl::StrCat("case ", i,
-                                read_data ? " reading" : " skipping", " data"));
+      SCOPED_TRACE(absl::StrCat("case ", i, read_data ? " reading" : " skipping", " data"));
       const ReadResult result = ReadBytes(cases[i].input, read_data);
-      EXPECT_EQ(static_cast<int>(result.members.size()),
-                cases[i].num_members);
+      EXPECT_EQ(static_cast<int>(result.members.size()), cases[i].num_members);
       if (cases[i].ok) {
         EXPECT_TRUE(result.status.ok()) << result.status;
       } else {
-        EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss)
-            << result.status;
+        EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss) << result.status;
       }
     }
   }
@@ -515,15 +479,12 @@ TEST(TarReaderTest, TruncatedDataNamesTheMemberHeader) {
     // small2.txt's header is at 1024, its 11 bytes of data at 1536.
     const ReadResult result = ReadBytes(gnu.substr(0, 1540), read_data);
     EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(result.status.message()),
-                HasSubstr("unexpected end of archive"));
-    EXPECT_THAT(std::string(result.status.message()),
-                HasSubstr("shard memory.tar, offset 1024"));
+    EXPECT_THAT(std::string(result.status.message()), HasSubstr("unexpected end of archive"));
+    EXPECT_THAT(std::string(result.status.message()), HasSubstr("shard memory.tar, offset 1024"));
     EXPECT_EQ(GetContext(result.status).offset, 1024);
   }
   const ReadResult header = ReadBytes(gnu.substr(0, 1024 + 100));
-  EXPECT_THAT(std::string(header.status.message()),
-              HasSubstr("truncated tar header"));
+  EXPECT_THAT(std::string(header.status.message()), HasSubstr("truncated tar header"));
   EXPECT_EQ(GetContext(header.status).offset, 1024);
 }
 
@@ -546,7 +507,10 @@ std::string Header(const std::string& name, char typeflag, int64_t size) {
   octal(124, 12, size);
   octal(136, 12, 0);
   block[156] = typeflag;
-  block.replace(257, 8, std::string("ustar\0" "00", 8));
+  block.replace(257, 8,
+                std::string("ustar\0"
+                            "00",
+                            8));
   block.replace(148, 8, "        ");
   int64_t sum = 0;
   for (const char c : block) sum += static_cast<unsigned char>(c);
@@ -562,12 +526,9 @@ std::string Padded(std::string bytes) {
 std::string EndBlocks() { return std::string(1024, '\0'); }
 
 // A PAX header holding `records`, then a regular member "file" with `data`.
-std::string PaxArchive(const std::string& records,
-                       const std::string& data = "") {
-  return Header("PaxHeader", 'x', static_cast<int64_t>(records.size())) +
-         Padded(records) +
-         Header("file", '0', static_cast<int64_t>(data.size())) +
-         Padded(data) + EndBlocks();
+std::string PaxArchive(const std::string& records, const std::string& data = "") {
+  return Header("PaxHeader", 'x', static_cast<int64_t>(records.size())) + Padded(records) +
+         Header("file", '0', static_cast<int64_t>(data.size())) + Padded(data) + EndBlocks();
 }
 
 TEST(TarReaderTest, PaxRecordSyntax) {
@@ -592,17 +553,17 @@ TEST(TarReaderTest, PaxRecordSyntax) {
       {"22 GNU.sparse.size=10\n26 GNU.sparse.numblocks=1\n"
        "25 GNU.sparse.offset=1,2\n25 GNU.sparse.numbytes=2\n",
        false},
-      {"6 k=1", false},                                // no newline
-      {"6 k 1\n", false},                              // no '='
-      {"x k=1\n", false},                              // bad length
+      {"6 k=1", false},    // no newline
+      {"6 k 1\n", false},  // no '='
+      {"x k=1\n", false},  // bad length
       {"-6 k=1\n", false},
-      {"5 =1\n", false},                               // empty key
-      {std::string("7 k\0=1\n", 7), false},            // NUL in a key
-      {std::string("12 path=a\0b\n", 12), false},      // NUL in a path
-      {std::string("15 comment=a\0b\n", 15), true},    // NUL in other values
+      {"5 =1\n", false},                             // empty key
+      {std::string("7 k\0=1\n", 7), false},          // NUL in a key
+      {std::string("12 path=a\0b\n", 12), false},    // NUL in a path
+      {std::string("15 comment=a\0b\n", 15), true},  // NUL in other values
       {"16 mtime=-1.500\n", true},
       {"15 mtime=1.5e3\n", false},
-      {"10 mtime=\n", true},                           // empty: no value
+      {"10 mtime=\n", true},  // empty: no value
       {"11 size=-1\n", false},
       {"11 uid=abc\n", false},
   };
@@ -613,16 +574,14 @@ TEST(TarReaderTest, PaxRecordSyntax) {
       EXPECT_TRUE(result.status.ok()) << result.status;
       EXPECT_EQ(Names(result), std::vector<std::string>{"file"});
     } else {
-      EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss)
-          << result.status;
+      EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss) << result.status;
       EXPECT_EQ(GetContext(result.status).offset, 0);
     }
   }
 }
 
 TEST(TarReaderTest, PaxOverrides) {
-  ReadResult result =
-      ReadBytes(PaxArchive("16 path=renamed\n10 size=3\n", "abc"));
+  ReadResult result = ReadBytes(PaxArchive("16 path=renamed\n10 size=3\n", "abc"));
   ASSERT_TRUE(result.status.ok()) << result.status;
   ASSERT_EQ(Names(result), std::vector<std::string>{"renamed"});
   EXPECT_EQ(result.members[0].size, 3);
@@ -635,9 +594,8 @@ TEST(TarReaderTest, PaxOverrides) {
   const std::string global = "14 path=glob/\n";
   const std::string local_empty = "8 path=\n";
   const std::string bytes =
-      Header("GlobalHead", 'g', static_cast<int64_t>(global.size())) +
-      Padded(global) + Header("a", '0', 0) +
-      Header("PaxHeader", 'x', static_cast<int64_t>(local_empty.size())) +
+      Header("GlobalHead", 'g', static_cast<int64_t>(global.size())) + Padded(global) +
+      Header("a", '0', 0) + Header("PaxHeader", 'x', static_cast<int64_t>(local_empty.size())) +
       Padded(local_empty) + Header("b", '0', 0) + Header("GlobalHead", 'g', 8) +
       Padded("8 path=\n") + Header("c", '0', 0) + EndBlocks();
   result = ReadBytes(bytes);
@@ -650,8 +608,7 @@ TEST(TarReaderTest, RejectsOversizedExtensionsWithoutAllocating) {
   for (const char typeflag : {'x', 'g', 'L', 'K'}) {
     const ReadResult result = ReadBytes(Header("ext", typeflag, 1 << 30));
     EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(result.status.message()),
-                HasSubstr("over the limit"));
+    EXPECT_THAT(std::string(result.status.message()), HasSubstr("over the limit"));
   }
 }
 
@@ -666,8 +623,7 @@ TEST(TarReaderTest, HugeSizeOfATruncatedMemberDoesNotAllocateIt) {
   int64_t sum = 0;
   for (const char c : header) sum += static_cast<unsigned char>(c);
   char checksum[8];
-  std::snprintf(checksum, sizeof(checksum), "%06llo",
-                static_cast<unsigned long long>(sum));
+  std::snprintf(checksum, sizeof(checksum), "%06llo", static_cast<unsigned long long>(sum));
   header.replace(148, 7, checksum, 7);
 
   MemorySource source("memory.tar", header + "data");
@@ -686,12 +642,10 @@ TEST(TarReaderTest, EndOfArchive) {
   EXPECT_TRUE(ReadBytes("").status.ok());
   EXPECT_TRUE(ReadBytes(std::string(512, '\0')).status.ok());
   // Data after the end marker: a damaged shard, not an empty one.
-  const ReadResult trailing =
-      ReadBytes(std::string(1024, '\0') + "trailing garbage");
+  const ReadResult trailing = ReadBytes(std::string(1024, '\0') + "trailing garbage");
   EXPECT_EQ(trailing.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(GetContext(trailing.status).offset, 1024);
-  const ReadResult bad =
-      ReadBytes(std::string(512, '\0') + Header("a", '0', 0));
+  const ReadResult bad = ReadBytes(std::string(512, '\0') + Header("a", '0', 0));
   EXPECT_EQ(bad.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(GetContext(bad.status).offset, 512);
 }
@@ -699,8 +653,7 @@ TEST(TarReaderTest, EndOfArchive) {
 // Genuine empty archives, and archives padded with zeros to tar's record
 // size (GNU tar: 10 KiB), read as they are.
 TEST(TarReaderTest, ZeroPaddingAfterTheEndIsAccepted) {
-  for (const size_t size : {size_t{1024}, size_t{10240}, size_t{1024 + 100},
-                            size_t{200 * 1024}}) {
+  for (const size_t size : {size_t{1024}, size_t{10240}, size_t{1024 + 100}, size_t{200 * 1024}}) {
     SCOPED_TRACE(size);
     const ReadResult empty = ReadBytes(std::string(size, '\0'));
     EXPECT_TRUE(empty.status.ok()) << empty.status;
@@ -717,9 +670,8 @@ TEST(TarReaderTest, ZeroPaddingAfterTheEndIsAccepted) {
 // shard: its remaining members follow the "end" and make it DataLoss naming
 // the shard and the offset of the first byte after the zeros.
 TEST(TarReaderTest, AShardWithItsStartZeroedIsDataLossNotEmpty) {
-  std::string shard = Header("s0.cls", '0', 1) + Padded("1") +
-                      Header("s0.txt", '0', 5) + Padded("hello") +
-                      Header("s1.cls", '0', 1) + Padded("2") + EndBlocks();
+  std::string shard = Header("s0.cls", '0', 1) + Padded("1") + Header("s0.txt", '0', 5) +
+                      Padded("hello") + Header("s1.cls", '0', 1) + Padded("2") + EndBlocks();
   std::fill(shard.begin(), shard.begin() + 1024, '\0');
   // Any offset past the zeros, also one far past a read step.
   for (const size_t zeros : {size_t{1024}, size_t{1024 + 70 * 1024}}) {
@@ -727,8 +679,7 @@ TEST(TarReaderTest, AShardWithItsStartZeroedIsDataLossNotEmpty) {
     damaged.insert(1024, zeros - 1024, '\0');
     const ReadResult result = ReadBytes(damaged);
     EXPECT_EQ(result.status.code(), absl::StatusCode::kDataLoss);
-    EXPECT_THAT(std::string(result.status.message()),
-                HasSubstr("after the end-of-archive marker"));
+    EXPECT_THAT(std::string(result.status.message()), HasSubstr("after the end-of-archive marker"));
     EXPECT_EQ(GetContext(result.status).uri, "memory.tar");
     EXPECT_EQ(GetContext(result.status).offset, static_cast<int64_t>(zeros));
     EXPECT_TRUE(result.members.empty());
@@ -765,17 +716,14 @@ TEST(TarReaderTest, ErrorsAreStickyAndEndIsRepeated) {
 }
 
 TEST(TarReaderTest, ReadDataOncePerMember) {
-  MemorySource source("memory.tar",
-                      Header("a", '0', 3) + Padded("abc") + EndBlocks());
+  MemorySource source("memory.tar", Header("a", '0', 3) + Padded("abc") + EndBlocks());
   TarReader reader(&source);
   std::string data = "previous contents, longer than the member";
-  EXPECT_EQ(reader.ReadData(&data).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader.ReadData(&data).code(), absl::StatusCode::kFailedPrecondition);
   ASSERT_TRUE(reader.Next().ok());
   ASSERT_TRUE(reader.ReadData(&data).ok());
   EXPECT_EQ(data, "abc");
-  EXPECT_EQ(reader.ReadData(&data).code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(reader.ReadData(&data).code(), absl::StatusCode::kFailedPrecondition);
   absl::StatusOr<std::optional<TarMember>> end = reader.Next();
   ASSERT_TRUE(end.ok());
   EXPECT_FALSE(end->has_value());
@@ -795,9 +743,8 @@ void ExpectOkOrDataLoss(const std::string& bytes, bool read_data) {
 
 TEST(TarReaderRobustnessTest, EveryByteFlippedAndEveryTruncation) {
   SKIP_WITHOUT_SHARED_DATA();
-  for (const char* path :
-       {"go/gnu.tar", "go/sparse-formats.tar", "go/pax-global-records.tar",
-        "go/gnu-multi-hdrs.tar", "go/xattrs.tar", "cpython/recursion.tar"}) {
+  for (const char* path : {"go/gnu.tar", "go/sparse-formats.tar", "go/pax-global-records.tar",
+                           "go/gnu-multi-hdrs.tar", "go/xattrs.tar", "cpython/recursion.tar"}) {
     SCOPED_TRACE(path);
     const std::string original = FileBytes(TarDir() + "/" + path);
     ASSERT_FALSE(original.empty());

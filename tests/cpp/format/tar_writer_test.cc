@@ -78,13 +78,10 @@ std::optional<std::string> RunCommand(const std::string& command) {
   return output;
 }
 
-bool HasPython() {
-  return RunCommand("python3 -c 'import tarfile' 2>/dev/null").has_value();
-}
+bool HasPython() { return RunCommand("python3 -c 'import tarfile' 2>/dev/null").has_value(); }
 
 std::string TempPath(absl::string_view name) {
-  return absl::StrCat(::testing::TempDir(), "tar_writer_test_", ::getpid(),
-                      "_", name);
+  return absl::StrCat(::testing::TempDir(), "tar_writer_test_", ::getpid(), "_", name);
 }
 
 struct File {
@@ -119,12 +116,11 @@ std::vector<File> SampleFiles() {
   };
 }
 
-std::string WriteToString(const std::vector<File>& files,
-                          const TarWriterOptions& options = {},
+std::string WriteToString(const std::vector<File>& files, const TarWriterOptions& options = {},
                           std::vector<size_t>* write_sizes = nullptr) {
   std::string bytes;
-  absl::StatusOr<std::unique_ptr<TarWriter>> writer = TarWriter::Create(
-      std::make_unique<StringSink>(&bytes, write_sizes), options);
+  absl::StatusOr<std::unique_ptr<TarWriter>> writer =
+      TarWriter::Create(std::make_unique<StringSink>(&bytes, write_sizes), options);
   EXPECT_TRUE(writer.ok()) << writer.status();
   if (!writer.ok()) return "";
   for (const File& file : files) {
@@ -152,8 +148,7 @@ std::vector<File> ReadWithTarReader(const std::string& bytes) {
   return files;
 }
 
-void ExpectSameFiles(const std::vector<File>& actual,
-                     const std::vector<File>& expected) {
+void ExpectSameFiles(const std::vector<File>& actual, const std::vector<File>& expected) {
   ASSERT_EQ(actual.size(), expected.size());
   for (size_t i = 0; i < actual.size(); ++i) {
     EXPECT_EQ(actual[i].name, expected[i].name);
@@ -186,25 +181,23 @@ TEST(TarWriterTest, WritesUstarHeaders) {
   EXPECT_EQ(header.substr(124, 12), absl::string_view("00000000005\0", 12));
   EXPECT_EQ(header.substr(136, 12), absl::string_view("00000001750\0", 12));
   EXPECT_EQ(header[156], '0');
-  EXPECT_EQ(header.substr(257, 8), absl::string_view("ustar\0" "00", 8));
+  EXPECT_EQ(header.substr(257, 8), absl::string_view("ustar\0"
+                                                     "00",
+                                                     8));
   EXPECT_EQ(header.substr(265, 64), std::string(64, '\0'));  // uname, gname
   int64_t sum = 0;
   for (size_t i = 0; i < 512; ++i) {
     sum += (i >= 148 && i < 156) ? ' ' : static_cast<unsigned char>(header[i]);
   }
   char checksum[9];
-  std::snprintf(checksum, sizeof(checksum), "%06llo",
-                static_cast<unsigned long long>(sum));
-  EXPECT_EQ(header.substr(148, 8),
-            absl::StrCat(checksum, std::string("\0 ", 2)));
+  std::snprintf(checksum, sizeof(checksum), "%06llo", static_cast<unsigned long long>(sum));
+  EXPECT_EQ(header.substr(148, 8), absl::StrCat(checksum, std::string("\0 ", 2)));
   EXPECT_EQ(bytes.substr(512, 5), "hello");
   EXPECT_EQ(bytes.substr(517), std::string(512 - 5 + 1024, '\0'));
 }
 
 TEST(TarWriterTest, UsesPaxOnlyWhenUstarCannotHoldTheName) {
-  auto first_typeflag = [](const std::string& name) {
-    return WriteToString({{name, "x"}})[156];
-  };
+  auto first_typeflag = [](const std::string& name) { return WriteToString({{name, "x"}})[156]; };
   EXPECT_EQ(first_typeflag(std::string(100, 'a')), '0');
   EXPECT_EQ(first_typeflag(std::string(150, 'p') + "/name"), '0');
   EXPECT_EQ(first_typeflag(std::string(101, 'a')), 'x');
@@ -214,25 +207,22 @@ TEST(TarWriterTest, UsesPaxOnlyWhenUstarCannotHoldTheName) {
   const std::string pax = WriteToString({{std::string(300, 'n'), "x"}});
   EXPECT_THAT(pax.substr(512, 512), HasSubstr("310 path=nnnn"));
   const std::string binary = WriteToString({{"bad-\xff", "x"}});
-  EXPECT_THAT(binary.substr(512, 512),
-              HasSubstr("21 hdrcharset=BINARY\n14 path=bad-\xff\n"));
+  EXPECT_THAT(binary.substr(512, 512), HasSubstr("21 hdrcharset=BINARY\n14 path=bad-\xff\n"));
 }
 
 TEST(TarWriterTest, SizesOf8GiBAndMoreGetAPaxSizeRecord) {
   // 8 GiB + 1 of untouched, unreserved zero pages.
   const size_t size = (size_t{8} << 30) + 1;
-  void* pages = ::mmap(nullptr, size, PROT_READ,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* pages =
+      ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (pages == MAP_FAILED) GTEST_SKIP() << "cannot map 8 GiB of address space";
   std::string prefix;
   int64_t total = 0;
-  absl::StatusOr<std::unique_ptr<TarWriter>> writer = TarWriter::Create(
-      std::make_unique<PrefixSink>(4096, &prefix, &total));
+  absl::StatusOr<std::unique_ptr<TarWriter>> writer =
+      TarWriter::Create(std::make_unique<PrefixSink>(4096, &prefix, &total));
   ASSERT_TRUE(writer.ok());
   ASSERT_TRUE((*writer)
-                  ->AddFile("huge.bin", absl::string_view(
-                                            static_cast<const char*>(pages),
-                                            size))
+                  ->AddFile("huge.bin", absl::string_view(static_cast<const char*>(pages), size))
                   .ok());
   ASSERT_TRUE((*writer)->Finish().ok());
   ::munmap(pages, size);
@@ -256,11 +246,11 @@ TEST(TarWriterTest, SizesOf8GiBAndMoreGetAPaxSizeRecord) {
   ASSERT_EQ(std::fwrite(prefix.data(), 1, prefix.size(), file), prefix.size());
   ASSERT_EQ(std::fclose(file), 0);
   // Only the first member: the data is not there.
-  const std::optional<std::string> output =
-      RunCommand("python3 -c 'import sys, tarfile\n"
-          "m = tarfile.open(sys.argv[1]).next()\n"
-          "print(m.name, m.size)' " +
-          path);
+  const std::optional<std::string> output = RunCommand(
+      "python3 -c 'import sys, tarfile\n"
+      "m = tarfile.open(sys.argv[1]).next()\n"
+      "print(m.name, m.size)' " +
+      path);
   std::remove(path.c_str());
   ASSERT_TRUE(output.has_value());
   EXPECT_EQ(*output, "huge.bin 8589934593\n");
@@ -284,44 +274,33 @@ TEST(TarWriterTest, BuffersIntoLargeWrites) {
 }
 
 TEST(TarWriterTest, RejectsBadArgumentsAndMisuse) {
-  EXPECT_EQ(TarWriter::Create(-1, "bad").status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(TarWriter::Create(nullptr).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TarWriter::Create(-1, "bad").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TarWriter::Create(nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   std::string bytes;
   TarWriterOptions options;
   options.mtime_seconds = -1;
-  EXPECT_EQ(TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr),
-                              options)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr), options).status().code(),
+      absl::StatusCode::kInvalidArgument);
   options.mtime_seconds = int64_t{1} << 33;
-  EXPECT_EQ(TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr),
-                              options)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr), options).status().code(),
+      absl::StatusCode::kInvalidArgument);
   options.mtime_seconds = 0;
   options.buffer_size_bytes = 0;
-  EXPECT_EQ(TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr),
-                              options)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr), options).status().code(),
+      absl::StatusCode::kInvalidArgument);
 
   absl::StatusOr<std::unique_ptr<TarWriter>> writer =
       TarWriter::Create(std::make_unique<StringSink>(&bytes, nullptr));
   ASSERT_TRUE(writer.ok());
-  for (const std::string& name :
-       {std::string(), std::string("a\0b", 3), std::string(65537, 'n')}) {
-    EXPECT_EQ((*writer)->AddFile(name, "data").code(),
-              absl::StatusCode::kInvalidArgument);
+  for (const std::string& name : {std::string(), std::string("a\0b", 3), std::string(65537, 'n')}) {
+    EXPECT_EQ((*writer)->AddFile(name, "data").code(), absl::StatusCode::kInvalidArgument);
   }
   EXPECT_EQ((*writer)->bytes_written(), 0);
   ASSERT_TRUE((*writer)->Finish().ok());
-  EXPECT_EQ((*writer)->AddFile("late", "").code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*writer)->AddFile("late", "").code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*writer)->Finish().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(bytes, std::string(1024, '\0'));
 }
@@ -329,8 +308,7 @@ TEST(TarWriterTest, RejectsBadArgumentsAndMisuse) {
 TEST(TarWriterTest, SinkErrorsNameTheFileAndAreSticky) {
   const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
-  absl::StatusOr<std::unique_ptr<TarWriter>> writer =
-      TarWriter::Create(fd, "read-only.tar");
+  absl::StatusOr<std::unique_ptr<TarWriter>> writer = TarWriter::Create(fd, "read-only.tar");
   ASSERT_TRUE(writer.ok());
   EXPECT_TRUE((*writer)->AddFile("a", "buffered").ok());
   const absl::Status error = (*writer)->Finish();
@@ -348,11 +326,9 @@ class TarWriterToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     path_ = TempPath("tools.tar");
-    const int fd =
-        ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     ASSERT_GE(fd, 0);
-    absl::StatusOr<std::unique_ptr<TarWriter>> writer =
-        TarWriter::Create(fd, path_);
+    absl::StatusOr<std::unique_ptr<TarWriter>> writer = TarWriter::Create(fd, path_);
     ASSERT_TRUE(writer.ok());
     for (const File& file : files_) {
       ASSERT_TRUE((*writer)->AddFile(file.name, file.data).ok());
@@ -377,8 +353,7 @@ TEST_F(TarWriterToolsTest, GnuTarListsAndExtracts) {
     GTEST_SKIP() << "GNU tar not found";
   }
   const std::optional<std::string> listing =
-      RunCommand("LC_ALL=C.UTF-8 tar --quoting-style=literal -tf " + path_ +
-                 " 2>/dev/null");
+      RunCommand("LC_ALL=C.UTF-8 tar --quoting-style=literal -tf " + path_ + " 2>/dev/null");
   ASSERT_TRUE(listing.has_value());
   std::string expected_listing;
   std::string expected_data;
@@ -407,9 +382,8 @@ TEST_F(TarWriterToolsTest, PythonTarfileReads) {
   ASSERT_TRUE(output.has_value());
   std::string expected;
   for (const File& file : files_) {
-    absl::StrAppend(&expected, absl::BytesToHexString(file.name), " 0 ",
-                    file.data.size(), " 420 0 0 '' '' 0 ",
-                    absl::BytesToHexString(file.data), "\n");
+    absl::StrAppend(&expected, absl::BytesToHexString(file.name), " 0 ", file.data.size(),
+                    " 420 0 0 '' '' 0 ", absl::BytesToHexString(file.data), "\n");
   }
   EXPECT_EQ(*output, expected);
 }

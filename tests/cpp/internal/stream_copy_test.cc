@@ -20,11 +20,9 @@ TEST(StreamCopyTest, CopiesExactlyTheBytesAtEveryAlignment) {
         StreamCopy(destination.data() + dst_offset, source.data() + src_offset, size);
         for (size_t i = 0; i < destination.size(); ++i) {
           const bool inside = i >= dst_offset && i < dst_offset + size;
-          const uint8_t expected =
-              inside ? source[src_offset + i - dst_offset] : uint8_t{0xAB};
-          ASSERT_EQ(destination[i], expected)
-              << "size " << size << ", dst_offset " << dst_offset << ", src_offset "
-              << src_offset << ", byte " << i;
+          const uint8_t expected = inside ? source[src_offset + i - dst_offset] : uint8_t{0xAB};
+          ASSERT_EQ(destination[i], expected) << "size " << size << ", dst_offset " << dst_offset
+                                              << ", src_offset " << src_offset << ", byte " << i;
         }
       }
     }

@@ -11,11 +11,10 @@
 // and a cached remote shard (OpenCachedShard), both through
 // MockHttpTransport.
 #include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -61,7 +60,8 @@ class SourceFactory {
   // descriptors, and references to the factory's transport.
   std::vector<int64_t> Resources() const {
     int64_t fds = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/fd")) {
       ++fds;
     }
     return {fds, transport_.use_count()};
@@ -93,8 +93,8 @@ class LocalFactory final : public SourceFactory {
     testing::WriteFile(path, bytes);
     SourceOptions options = Options();
     options.memory_map = memory_map_;
-    SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source,
-                        OpenRandomAccess(path, options));
+    SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source,
+                                 OpenRandomAccess(path, options));
     // The kind under test is the one asked for.
     if (source->mapped().empty() == (memory_map_ && !bytes.empty())) {
       return absl::InternalError(absl::StrCat("memory_map=", memory_map_, " but mapped() has ",
@@ -157,15 +157,15 @@ class RemoteFactory final : public SourceFactory {
     if (cached_) {
       SourceOptions options = Options();
       options.cache_dir = dir_.Join("cache");
-      SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source,
-                          OpenCachedShard(url, options, transport_));
+      SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> source,
+                                   OpenCachedShard(url, options, transport_));
       if (source->size() > 0 && source->mapped().empty()) {
         return absl::InternalError("a cached shard should be read from its local file");
       }
       return source;
     }
-    SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
-                        OpenRemoteObject(url, Options(), transport_));
+    SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                                 OpenRemoteObject(url, Options(), transport_));
     return RandomAccessOf(std::move(object));
   }
 
@@ -276,8 +276,7 @@ TEST_P(RandomAccessConformanceTest, ReadsOutsideTheSourceAreDataLossNamingTheUri
   const int64_t end = static_cast<int64_t>(kShardBytes);
   for (const auto& [offset, size] : std::vector<std::pair<int64_t, size_t>>{
            {end + 1, 1}, {end, 1}, {end - 10, 20}, {-1, 10}, {-100, 1}}) {
-    EXPECT_TRUE(IsPastEnd(source_->ReadAt(offset, size, buffer.data())))
-        << offset << "+" << size;
+    EXPECT_TRUE(IsPastEnd(source_->ReadAt(offset, size, buffer.data()))) << offset << "+" << size;
   }
   SourceOr empty = factory_->Make("");
   ASSERT_TRUE(empty.ok()) << empty.status();
@@ -321,18 +320,16 @@ void ExpectAllInChild(
 
 TEST_P(RandomAccessConformanceTest, ReadAtWithAHugeSizeIsDataLossNotACrash) {
   GuardedBuffer buffer;
-  ExpectAllInChild(
-      [&](int64_t offset, size_t size) {
-        return IsPastEnd(source_->ReadAt(offset, size, buffer.data()));
-      });
+  ExpectAllInChild([&](int64_t offset, size_t size) {
+    return IsPastEnd(source_->ReadAt(offset, size, buffer.data()));
+  });
 }
 
 TEST_P(RandomAccessConformanceTest, ViewAtWithAHugeSizeIsDataLossNotACrash) {
   if (source_->mapped().empty()) GTEST_SKIP() << "no views: the bytes are not in memory";
-  ExpectAllInChild(
-      [&](int64_t offset, size_t size) {
-        return IsPastEnd(source_->ViewAt(offset, size).status());
-      });
+  ExpectAllInChild([&](int64_t offset, size_t size) {
+    return IsPastEnd(source_->ViewAt(offset, size).status());
+  });
 }
 
 TEST_P(RandomAccessConformanceTest, MissingObjectIsNotFoundNamingIt) {
@@ -352,8 +349,7 @@ TEST_P(RandomAccessConformanceTest, ConcurrentReadsFromEightThreadsGetTheirBytes
         const size_t offset = generator() % kShardBytes;
         const size_t size = std::min<size_t>(generator() % 9000, kShardBytes - offset);
         got.assign(size, '\0');
-        const absl::Status status =
-            source_->ReadAt(static_cast<int64_t>(offset), size, got.data());
+        const absl::Status status = source_->ReadAt(static_cast<int64_t>(offset), size, got.data());
         if (!status.ok() || got != bytes_.substr(offset, size)) ++wrong;
       }
     });

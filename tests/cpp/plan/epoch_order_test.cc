@@ -10,8 +10,7 @@
 namespace shardloader {
 namespace {
 
-std::vector<SampleRef> All(const std::vector<int64_t>& counts,
-                           const OrderOptions& options) {
+std::vector<SampleRef> All(const std::vector<int64_t>& counts, const OrderOptions& options) {
   EpochOrder order(counts, options);
   std::vector<SampleRef> refs;
   for (int64_t p = 0; p < order.num_samples(); ++p) refs.push_back(order.At(p));
@@ -20,8 +19,7 @@ std::vector<SampleRef> All(const std::vector<int64_t>& counts,
 
 TEST(EpochOrderTest, IsAPermutationOfEverySample) {
   const std::vector<int64_t> counts = {5, 0, 17, 3, 9, 1, 12};
-  const std::vector<SampleRef> refs =
-      All(counts, {.seed = 3, .epoch = 1, .window_shards = 3});
+  const std::vector<SampleRef> refs = All(counts, {.seed = 3, .epoch = 1, .window_shards = 3});
   ASSERT_EQ(refs.size(), 47u);
   std::set<std::pair<int64_t, int64_t>> seen;
   for (const SampleRef& ref : refs) {
@@ -58,8 +56,7 @@ TEST(EpochOrderTest, ShufflesOnlyWithinWindowsOfShards) {
 
 TEST(EpochOrderTest, WithoutShuffleIsTheShardListInOrder) {
   const auto refs = All({2, 1}, {.seed = 5, .shuffle = false});
-  EXPECT_THAT(refs, ::testing::ElementsAre(SampleRef{0, 0}, SampleRef{0, 1},
-                                           SampleRef{1, 0}));
+  EXPECT_THAT(refs, ::testing::ElementsAre(SampleRef{0, 0}, SampleRef{0, 1}, SampleRef{1, 0}));
 }
 
 }  // namespace

@@ -43,9 +43,11 @@ TEST(RankScheduleTest, RanksGetEqualBatchesCoveringEveryPositionOnce) {
         std::map<int64_t, int> seen;
         size_t batches = 0;
         for (int rank = 0; rank < world; ++rank) {
-          const auto rank_batches =
-              RankBatches({.num_samples = n, .rank = rank, .world_size = world,
-                           .batch_size = 4, .drop_last = drop_last});
+          const auto rank_batches = RankBatches({.num_samples = n,
+                                                 .rank = rank,
+                                                 .world_size = world,
+                                                 .batch_size = 4,
+                                                 .drop_last = drop_last});
           if (rank == 0) batches = rank_batches.size();
           ASSERT_EQ(rank_batches.size(), batches) << n << " " << world;
           for (const auto& batch : rank_batches) {
@@ -68,20 +70,24 @@ TEST(RankScheduleTest, RanksGetEqualBatchesCoveringEveryPositionOnce) {
 }
 
 TEST(RankScheduleTest, DropLeavesOutTheRemainderAndDropLastTheShortBatch) {
-  const auto batches = RankBatches({.num_samples = 10, .rank = 1, .world_size = 3,
-                                    .batch_size = 2, .remainder = Remainder::kDrop});
+  const auto batches = RankBatches({.num_samples = 10,
+                                    .rank = 1,
+                                    .world_size = 3,
+                                    .batch_size = 2,
+                                    .remainder = Remainder::kDrop});
   // 9 positions dealt: one global batch of 6, then a short one of 1 per rank.
-  EXPECT_THAT(batches, ::testing::ElementsAre(std::vector<int64_t>{2, 3},
-                                              std::vector<int64_t>{7}));
-  const auto dropped = RankBatches({.num_samples = 10, .rank = 1, .world_size = 3,
-                                    .batch_size = 2, .drop_last = true,
+  EXPECT_THAT(batches, ::testing::ElementsAre(std::vector<int64_t>{2, 3}, std::vector<int64_t>{7}));
+  const auto dropped = RankBatches({.num_samples = 10,
+                                    .rank = 1,
+                                    .world_size = 3,
+                                    .batch_size = 2,
+                                    .drop_last = true,
                                     .remainder = Remainder::kDrop});
   EXPECT_EQ(dropped.size(), 1u);
 }
 
 TEST(RankScheduleTest, WorkersSplitTheRankBatchesRoundRobin) {
-  const ScheduleOptions options{.num_samples = 50, .rank = 0, .world_size = 2,
-                                .batch_size = 3};
+  const ScheduleOptions options{.num_samples = 50, .rank = 0, .world_size = 2, .batch_size = 3};
   const auto single = RankBatches(options);
   ScheduleOptions with_workers = options;
   with_workers.num_workers = 3;
@@ -95,9 +101,11 @@ TEST(RankScheduleTest, ResumingWithAnotherWorldSizeContinuesTheOrder) {
   EXPECT_EQ(position, 12);
   std::vector<int64_t> seen;
   for (int rank = 0; rank < 2; ++rank) {
-    for (const auto& batch :
-         RankBatches({.num_samples = 30, .start = position, .rank = rank,
-                      .world_size = 2, .batch_size = 4})) {
+    for (const auto& batch : RankBatches({.num_samples = 30,
+                             .start = position,
+                             .rank = rank,
+                             .world_size = 2,
+                             .batch_size = 4})) {
       seen.insert(seen.end(), batch.begin(), batch.end());
     }
   }

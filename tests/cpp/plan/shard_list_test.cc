@@ -12,11 +12,10 @@ namespace {
 using ::testing::ElementsAre;
 
 TEST(ExpandBracesTest, NumericRangeKeepsZeroPadding) {
-  absl::StatusOr<std::vector<std::string>> names =
-      ExpandBraces("train-{000008..000011}.tar");
+  absl::StatusOr<std::vector<std::string>> names = ExpandBraces("train-{000008..000011}.tar");
   ASSERT_TRUE(names.ok()) << names.status();
-  EXPECT_THAT(*names, ElementsAre("train-000008.tar", "train-000009.tar",
-                                  "train-000010.tar", "train-000011.tar"));
+  EXPECT_THAT(*names, ElementsAre("train-000008.tar", "train-000009.tar", "train-000010.tar",
+                                  "train-000011.tar"));
 }
 
 TEST(ExpandBracesTest, UnpaddedRangeAndCountingDown) {
@@ -33,11 +32,9 @@ TEST(ExpandBracesTest, AlternativesAndSeveralGroupsExpandLikeBash) {
 }
 
 TEST(ExpandBracesTest, RejectsUnbalancedAndHugePatterns) {
-  EXPECT_EQ(ExpandBraces("a{0..3").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExpandBraces("a{0..3").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ExpandBraces("a}").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ExpandBraces("{0..99999999999}").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ExpandBraces("{0..99999999999}").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ResolveShardsTest, DirectoryListsTarFilesSorted) {
@@ -45,8 +42,7 @@ TEST(ResolveShardsTest, DirectoryListsTarFilesSorted) {
   for (const char* name : {"b.tar", "a.tar", "notes.txt"}) {
     std::ofstream(dir.Join(name)) << "x";
   }
-  absl::StatusOr<std::vector<std::string>> shards =
-      ResolveShards({dir.path()});
+  absl::StatusOr<std::vector<std::string>> shards = ResolveShards({dir.path()});
   ASSERT_TRUE(shards.ok()) << shards.status();
   EXPECT_THAT(*shards, ElementsAre(dir.Join("a.tar"), dir.Join("b.tar")));
 }
@@ -55,15 +51,13 @@ TEST(ResolveShardsTest, JoinsListsAndDoubleColonSpecs) {
   absl::StatusOr<std::vector<std::string>> shards =
       ResolveShards({"x-{0..1}.tar::y.tar", "s3://bucket/z.tar"});
   ASSERT_TRUE(shards.ok());
-  EXPECT_THAT(*shards,
-              ElementsAre("x-0.tar", "x-1.tar", "y.tar", "s3://bucket/z.tar"));
+  EXPECT_THAT(*shards, ElementsAre("x-0.tar", "x-1.tar", "y.tar", "s3://bucket/z.tar"));
 }
 
 TEST(ResolveShardsTest, EmptyListIsAnError) {
   EXPECT_EQ(ResolveShards({}).status().code(), absl::StatusCode::kInvalidArgument);
   testing::TempDir empty;
-  EXPECT_EQ(ResolveShards({empty.path()}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveShards({empty.path()}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -81,8 +81,7 @@ std::optional<Meta> ReadMeta(const std::string& path) {
   const auto string_or_absent = [&json](const char* key) {
     return !json.contains(key) || json[key].is_string();
   };
-  if (!string_or_absent("uri") || !string_or_absent("etag") ||
-      !string_or_absent("sha256") ||
+  if (!string_or_absent("uri") || !string_or_absent("etag") || !string_or_absent("sha256") ||
       (json.contains("size") && !json["size"].is_number_integer())) {
     return std::nullopt;
   }
@@ -129,10 +128,11 @@ bool IsValid(const std::string& base, const RemoteObject& object) {
 // Deletes least recently used entries (never `keep`) until `need` more
 // bytes fit under `limit`. Returns whether they fit. Holds the directory's
 // lock, so concurrent evictions do not count the same space twice.
-absl::StatusOr<bool> MakeRoom(const std::string& dir, const std::string& keep,
-                              int64_t need, int64_t limit) {
+absl::StatusOr<bool> MakeRoom(const std::string& dir, const std::string& keep, int64_t need,
+                              int64_t limit) {
   if (limit <= 0) return true;
-  SL_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::Acquire(dir + "/.evict.lock"));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock,
+                               FileLock::Acquire(dir + "/.evict.lock"));
   struct Entry {
     fs::file_time_type used;
     std::string base;
@@ -177,8 +177,8 @@ absl::Status Fetch(const std::string& base, const std::shared_ptr<RemoteObject>&
     if (absl::StartsWith(file.path().filename().string(), stem)) fs::remove(file.path(), error);
   }
   fs::remove(base + ".meta", error);
-  const std::string temp = absl::StrCat(base, ".shard.tmp-", ::getpid(), "-",
-                                        std::random_device{}());
+  const std::string temp =
+      absl::StrCat(base, ".shard.tmp-", ::getpid(), "-", std::random_device{}());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return WithContext(ErrnoToStatus(errno, "cannot create cache file"), {.uri = temp});
   std::unique_ptr<ByteSource> stream = ParallelStreamOf(object, options);
@@ -241,7 +241,7 @@ class CachedShard final : public RandomAccessSource {
   int64_t size() const override { return file_->size(); }
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
     // Checked here, so a read past the end names the remote URI.
-    SL_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
+    SHARDLOADER_RETURN_IF_ERROR(CheckReadRange(uri_, offset, size, this->size()));
     return file_->ReadAt(offset, size, dst);
   }
   std::string_view mapped() const override { return file_->mapped(); }
@@ -263,8 +263,8 @@ absl::flat_hash_set<std::string>& Prefetching() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pr
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
     const std::string& uri, const SourceOptions& options,
     std::shared_ptr<HttpTransport> transport) {
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
-                      OpenRemoteObject(uri, options, std::move(transport)));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RemoteObject> object,
+                               OpenRemoteObject(uri, options, std::move(transport)));
   const int64_t limit = options.cache_limit_bytes;
   if (limit > 0 && object->size() > limit) return RandomAccessOf(std::move(object));
   std::error_code error;
@@ -274,17 +274,17 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenCachedShard(
                        {.uri = options.cache_dir});
   }
   const std::string base = absl::StrCat(options.cache_dir, "/", KeyOf(uri, options));
-  SL_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::Acquire(base + ".lock"));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::unique_ptr<FileLock> lock, FileLock::Acquire(base + ".lock"));
   if (!IsValid(base, *object)) {
-    SL_ASSIGN_OR_RETURN(const bool fits,
-                        MakeRoom(options.cache_dir, base, object->size(), limit));
+    SHARDLOADER_ASSIGN_OR_RETURN(const bool fits,
+                                 MakeRoom(options.cache_dir, base, object->size(), limit));
     if (!fits) return RandomAccessOf(std::move(object));
-    SL_RETURN_IF_ERROR(Fetch(base, object, options));
+    SHARDLOADER_RETURN_IF_ERROR(Fetch(base, object, options));
   }
   const std::string path = base + ".shard";
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file,
-                      OpenLocalRandomAccess(path, options));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<RandomAccessSource> file,
+                               OpenLocalRandomAccess(path, options));
   return std::make_shared<CachedShard>(uri, std::move(file));
 }
 

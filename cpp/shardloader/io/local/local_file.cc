@@ -19,28 +19,25 @@ absl::StatusOr<OpenedFile> OpenLocalFile(const std::string& path, int extra_flag
     return WithContext(ErrnoToStatus(errno, "cannot open shard"), {.uri = path});
   }
   struct stat info;
-  const int error = ::fstat(fd, &info) != 0 ? errno
-                    : S_ISDIR(info.st_mode) ? EISDIR
-                                            : 0;
+  const int error = ::fstat(fd, &info) != 0 ? errno : S_ISDIR(info.st_mode) ? EISDIR : 0;
   if (error != 0) {
     ::close(fd);
     return WithContext(ErrnoToStatus(error, "cannot read shard"), {.uri = path});
   }
-  return OpenedFile{.fd = fd,
-                    .size_bytes = static_cast<int64_t>(info.st_size),
-                    .regular = S_ISREG(info.st_mode)};
+  return OpenedFile{
+      .fd = fd, .size_bytes = static_cast<int64_t>(info.st_size), .regular = S_ISREG(info.st_mode)};
 }
 
-absl::StatusOr<std::unique_ptr<LocalFileSource>> LocalFileSource::Open(
-    const std::string& path, size_t block_size_bytes) {
-  SL_ASSIGN_OR_RETURN(const OpenedFile file, OpenLocalFile(path));
+absl::StatusOr<std::unique_ptr<LocalFileSource>> LocalFileSource::Open(const std::string& path,
+                                                                       size_t block_size_bytes) {
+  SHARDLOADER_ASSIGN_OR_RETURN(const OpenedFile file, OpenLocalFile(path));
   ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  return std::unique_ptr<LocalFileSource>(new LocalFileSource(
-      path, file.fd, file.size_bytes, file.regular, block_size_bytes));
+  return std::unique_ptr<LocalFileSource>(
+      new LocalFileSource(path, file.fd, file.size_bytes, file.regular, block_size_bytes));
 }
 
-LocalFileSource::LocalFileSource(std::string path, int fd, int64_t size_bytes,
-                                 bool seekable, size_t block_size_bytes)
+LocalFileSource::LocalFileSource(std::string path, int fd, int64_t size_bytes, bool seekable,
+                                 size_t block_size_bytes)
     : path_(std::move(path)),
       fd_(fd),
       size_bytes_(size_bytes),
@@ -58,8 +55,7 @@ absl::Status LocalFileSource::Refill() {
       return absl::OkStatus();
     }
     if (errno != EINTR) {
-      return WithContext(ErrnoToStatus(errno, "read failed"),
-                         {.uri = path_, .offset = position_});
+      return WithContext(ErrnoToStatus(errno, "read failed"), {.uri = path_, .offset = position_});
     }
   }
 }
@@ -80,7 +76,7 @@ absl::StatusOr<size_t> LocalFileSource::Read(char* dst, size_t size) {
         }
       }
     }
-    SL_RETURN_IF_ERROR(Refill());
+    SHARDLOADER_RETURN_IF_ERROR(Refill());
   }
   const size_t n = std::min(size, end_ - begin_);
   std::memcpy(dst, buffer_.data() + begin_, n);
@@ -99,8 +95,7 @@ absl::StatusOr<int64_t> LocalFileSource::Skip(int64_t size) {
   if (!seekable_) return ByteSource::Skip(size);
   const int64_t target = std::min(position_ + size, size_bytes_);
   if (::lseek(fd_, target, SEEK_SET) < 0) {
-    return WithContext(ErrnoToStatus(errno, "seek failed"),
-                       {.uri = path_, .offset = position_});
+    return WithContext(ErrnoToStatus(errno, "seek failed"), {.uri = path_, .offset = position_});
   }
   begin_ = end_ = 0;
   const int64_t skipped = target - position_;

@@ -31,8 +31,7 @@ struct OpenedFile {
 // Opens `path` with O_RDONLY | O_CLOEXEC | `extra_flags`. Errors: NotFound
 // (ENOENT), PermissionDenied, InvalidArgument (a directory), each naming the
 // path.
-absl::StatusOr<OpenedFile> OpenLocalFile(const std::string& path,
-                                         int extra_flags = 0);
+absl::StatusOr<OpenedFile> OpenLocalFile(const std::string& path, int extra_flags = 0);
 
 class LocalFileSource final : public ByteSource {
  public:

@@ -37,18 +37,16 @@ class LocalRandomAccess final : public RandomAccessSource {
   std::string_view mapped() const override { return mapped_; }
 
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
-    SL_RETURN_IF_ERROR(CheckReadRange(path_, offset, size, size_));
+    SHARDLOADER_RETURN_IF_ERROR(CheckReadRange(path_, offset, size, size_));
     size_t done = 0;
     while (done < size) {
-      const ssize_t n = ::pread(fd_, dst + done, size - done,
-                                offset + static_cast<int64_t>(done));
+      const ssize_t n = ::pread(fd_, dst + done, size - done, offset + static_cast<int64_t>(done));
       if (n > 0) {
         done += static_cast<size_t>(n);
       } else if (n == 0) {  // truncated since it was opened
         return CheckReadRange(path_, offset, size, offset + static_cast<int64_t>(done));
       } else if (errno != EINTR) {
-        return WithContext(ErrnoToStatus(errno, "read failed"),
-                           {.uri = path_, .offset = offset});
+        return WithContext(ErrnoToStatus(errno, "read failed"), {.uri = path_, .offset = offset});
       }
     }
     return absl::OkStatus();
@@ -62,22 +60,21 @@ class LocalRandomAccess final : public RandomAccessSource {
 };
 
 // A pipe or FIFO, read whole into memory.
-absl::StatusOr<std::shared_ptr<RandomAccessSource>> ReadWhole(
-    const std::string& path, const SourceOptions& options) {
-  SL_ASSIGN_OR_RETURN(std::unique_ptr<LocalFileSource> stream,
+absl::StatusOr<std::shared_ptr<RandomAccessSource>> ReadWhole(const std::string& path,
+                                                              const SourceOptions& options) {
+  SHARDLOADER_ASSIGN_OR_RETURN(std::unique_ptr<LocalFileSource> stream,
                                LocalFileSource::Open(path, options.block_size_bytes));
   std::string bytes;
   std::vector<char> block(options.block_size_bytes);
   while (true) {
-    SL_ASSIGN_OR_RETURN(const size_t n, stream->Read(block.data(), block.size()));
+    SHARDLOADER_ASSIGN_OR_RETURN(const size_t n, stream->Read(block.data(), block.size()));
     if (n == 0) break;
     bytes.append(block.data(), n);
     if (static_cast<int64_t>(bytes.size()) > options.max_unseekable_bytes) {
-      return WithContext(
-          absl::ResourceExhaustedError(absl::StrCat(
-              "a pipe is read into memory whole and this one is longer than ",
-              options.max_unseekable_bytes, " bytes; use a regular file")),
-          {.uri = path});
+      return WithContext(absl::ResourceExhaustedError(absl::StrCat(
+                             "a pipe is read into memory whole and this one is longer than ",
+                             options.max_unseekable_bytes, " bytes; use a regular file")),
+                         {.uri = path});
     }
   }
   return std::make_shared<MemoryRandomAccess>(path, std::move(bytes));
@@ -88,14 +85,13 @@ absl::StatusOr<std::shared_ptr<RandomAccessSource>> ReadWhole(
 absl::StatusOr<std::shared_ptr<RandomAccessSource>> OpenLocalRandomAccess(
     const std::string& path, const SourceOptions& options) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer here.
-  SL_ASSIGN_OR_RETURN(const OpenedFile file, OpenLocalFile(path, O_NONBLOCK));
+  SHARDLOADER_ASSIGN_OR_RETURN(const OpenedFile file, OpenLocalFile(path, O_NONBLOCK));
   if (!file.regular) {
     ::close(file.fd);
     return ReadWhole(path, options);
   }
   ::posix_fadvise(file.fd, 0, 0, POSIX_FADV_RANDOM);
-  return std::make_shared<LocalRandomAccess>(path, file.fd, file.size_bytes,
-                                             options.memory_map);
+  return std::make_shared<LocalRandomAccess>(path, file.fd, file.size_bytes, options.memory_map);
 }
 
 }  // namespace shardloader

@@ -30,8 +30,8 @@ namespace shardloader {
 // PermissionDenied, InvalidArgument (unknown scheme), Unavailable (network,
 // after retries), DataLoss (a remote object changed while read), each
 // naming the URI.
-absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(
-    const std::string& uri, const SourceOptions& options = {});
+absl::StatusOr<std::unique_ptr<ByteSource>> OpenSource(const std::string& uri,
+                                                       const SourceOptions& options = {});
 
 // Positional reads of the shard: local files mapped or with pread(2);
 // http(s):// and s3:// with one ranged GET per read (ETag pinned at open,
@@ -58,8 +58,8 @@ absl::StatusOr<std::vector<std::string>> ListPrefix(const std::string& uri,
 // or s3:// URI. Errors: NotFound (no such directory), PermissionDenied,
 // InvalidArgument (an unknown scheme or http(s)://, which cannot be
 // written), S3 credential errors as S3Client::Create().
-absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(
-    const std::string& uri, const SourceOptions& options = {});
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateOutputFile(const std::string& uri,
+                                                             const SourceOptions& options = {});
 
 // Writes `content` as the whole file at `uri` (create, write, commit).
 absl::Status WriteWholeFile(const std::string& uri, absl::string_view content,

@@ -24,8 +24,7 @@ class LocalOutputFile final : public OutputFile {
   static absl::StatusOr<std::unique_ptr<OutputFile>> Create(const std::string& path) {
     const std::filesystem::path final_path(path);
     std::string temp = (final_path.parent_path() /
-                        absl::StrCat(".", final_path.filename().string(), ".partial-",
-                                     ::getpid()))
+                        absl::StrCat(".", final_path.filename().string(), ".partial-", ::getpid()))
                            .string();
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) return WithContext(ErrnoToStatus(errno, "cannot create file"), {.uri = path});
@@ -89,23 +88,23 @@ class S3OutputFile final : public OutputFile {
 
   absl::Status Commit() override {
     if (upload_id_.empty()) {  // small: one PutObject
-      SL_RETURN_IF_ERROR(client_->Call("PUT", location_, {}, std::move(buffer_)).status());
+      SHARDLOADER_RETURN_IF_ERROR(client_->Call("PUT", location_, {}, std::move(buffer_)).status());
       done_ = true;
       return absl::OkStatus();
     }
-    if (!buffer_.empty()) SL_RETURN_IF_ERROR(UploadPart());
+    if (!buffer_.empty()) SHARDLOADER_RETURN_IF_ERROR(UploadPart());
     std::string body = "<CompleteMultipartUpload>";
     for (size_t i = 0; i < etags_.size(); ++i) {
       absl::StrAppend(&body, "<Part><PartNumber>", i + 1, "</PartNumber><ETag>", etags_[i],
                       "</ETag></Part>");
     }
     absl::StrAppend(&body, "</CompleteMultipartUpload>");
-    SL_ASSIGN_OR_RETURN(const HttpResponse response,
-                        client_->Call("POST", location_, {{"uploadId", upload_id_}}, body));
+    SHARDLOADER_ASSIGN_OR_RETURN(
+        const HttpResponse response,
+        client_->Call("POST", location_, {{"uploadId", upload_id_}}, body));
     // S3 may answer 200 with an error document when completion fails late.
     if (absl::StrContains(response.body, "<Error>")) {
-      return WithContext(absl::UnavailableError("CompleteMultipartUpload failed"),
-                         {.uri = uri()});
+      return WithContext(absl::UnavailableError("CompleteMultipartUpload failed"), {.uri = uri()});
     }
     done_ = true;
     return absl::OkStatus();
@@ -122,15 +121,15 @@ class S3OutputFile final : public OutputFile {
  protected:
   absl::Status Append(absl::string_view data) override {
     buffer_.append(data.data(), data.size());
-    while (buffer_.size() >= part_bytes_) SL_RETURN_IF_ERROR(UploadPart());
+    while (buffer_.size() >= part_bytes_) SHARDLOADER_RETURN_IF_ERROR(UploadPart());
     return absl::OkStatus();
   }
 
  private:
   absl::Status UploadPart() {
     if (upload_id_.empty()) {
-      SL_ASSIGN_OR_RETURN(const HttpResponse created,
-                          client_->Call("POST", location_, {{"uploads", ""}}));
+      SHARDLOADER_ASSIGN_OR_RETURN(const HttpResponse created,
+                                   client_->Call("POST", location_, {{"uploads", ""}}));
       const size_t begin = created.body.find("<UploadId>");
       const size_t end = created.body.find("</UploadId>");
       if (begin == std::string::npos || end == std::string::npos) {
@@ -142,12 +141,11 @@ class S3OutputFile final : public OutputFile {
     const size_t n = std::min(buffer_.size(), part_bytes_);
     const QueryParams query = {{"partNumber", absl::StrCat(etags_.size() + 1)},
                                {"uploadId", upload_id_}};
-    SL_ASSIGN_OR_RETURN(const HttpResponse response,
-                        client_->Call("PUT", location_, query, buffer_.substr(0, n)));
+    SHARDLOADER_ASSIGN_OR_RETURN(const HttpResponse response,
+                                 client_->Call("PUT", location_, query, buffer_.substr(0, n)));
     const auto etag = response.headers.find("etag");
     if (etag == response.headers.end()) {
-      return WithContext(absl::UnavailableError("UploadPart answer has no ETag"),
-                         {.uri = uri()});
+      return WithContext(absl::UnavailableError("UploadPart answer has no ETag"), {.uri = uri()});
     }
     etags_.push_back(etag->second);
     buffer_.erase(0, n);
@@ -179,7 +177,7 @@ absl::StatusOr<std::unique_ptr<OutputFile>> CreateLocalOutputFile(const std::str
 
 absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(const std::string& uri,
                                                                const SourceOptions& options) {
-  SL_ASSIGN_OR_RETURN(S3Location location, ParseS3Uri(uri));
+  SHARDLOADER_ASSIGN_OR_RETURN(S3Location location, ParseS3Uri(uri));
   absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
   if (!client.ok()) return WithContext(client.status(), {.uri = uri});
   return std::unique_ptr<OutputFile>(

@@ -24,9 +24,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shardloader/internal/sha256.h"
 #include "shardloader/io/byte_sink.h"
 #include "shardloader/io/source_options.h"
-#include "shardloader/internal/sha256.h"
 
 namespace shardloader {
 
@@ -67,8 +67,8 @@ absl::StatusOr<std::unique_ptr<OutputFile>> CreateLocalOutputFile(const std::str
 // The output for "s3://bucket/key" (a multipart upload). Errors:
 // InvalidArgument for a malformed URI, S3 credential errors as
 // S3Client::Create().
-absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(
-    const std::string& uri, const SourceOptions& options = {});
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(const std::string& uri,
+                                                               const SourceOptions& options = {});
 
 }  // namespace shardloader
 

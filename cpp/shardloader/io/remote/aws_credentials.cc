@@ -75,26 +75,24 @@ std::optional<AwsCredentials> FromSection(const std::optional<Section>& section)
 
 absl::StatusOr<AwsCredentials> ResolveAwsCredentials(const std::string& profile) {
   const bool named = !profile.empty() || !Env("AWS_PROFILE").empty();
-  if (!named && !Env("AWS_ACCESS_KEY_ID").empty() &&
-      !Env("AWS_SECRET_ACCESS_KEY").empty()) {
+  if (!named && !Env("AWS_ACCESS_KEY_ID").empty() && !Env("AWS_SECRET_ACCESS_KEY").empty()) {
     return AwsCredentials{Env("AWS_ACCESS_KEY_ID"), Env("AWS_SECRET_ACCESS_KEY"),
                           Env("AWS_SESSION_TOKEN")};
   }
   const std::string name = ProfileName(profile);
-  const std::string credentials_path =
-      HomeFile("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
+  const std::string credentials_path = HomeFile("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
   const std::optional<Section> shared = ReadSection(credentials_path, name);
   if (std::optional<AwsCredentials> found = FromSection(shared)) return *found;
   const std::optional<Section> config = ConfigSection(name);
   if (std::optional<AwsCredentials> found = FromSection(config)) return *found;
   if (named && !shared && !config) {
-    return absl::NotFoundError(absl::StrCat(
-        "AWS profile '", name, "' is in neither ", credentials_path, " nor the config file"));
+    return absl::NotFoundError(absl::StrCat("AWS profile '", name, "' is in neither ",
+                                            credentials_path, " nor the config file"));
   }
   return absl::PermissionDeniedError(absl::StrCat(
       "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
-      "add profile '", name, "' to ", credentials_path,
-      " (or read a public bucket with anonymous=True)"));
+      "add profile '",
+      name, "' to ", credentials_path, " (or read a public bucket with anonymous=True)"));
 }
 
 std::string ResolveAwsRegion(const std::string& region, const std::string& profile) {

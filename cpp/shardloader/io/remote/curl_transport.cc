@@ -66,7 +66,8 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
     return n;
   }
   const bool success = code >= 200 && code < 300;
-  const size_t room = success ? n : kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, response.body.size());
+  const size_t room =
+      success ? n : kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, response.body.size());
   response.body.append(data, std::min(n, room));
   return n;
 }
@@ -86,26 +87,24 @@ absl::Status TransferStatus(const Transfer& transfer) {
       return absl::OkStatus();
     case CURLE_WRITE_ERROR:
       if (transfer.overflow) {
-        return absl::DataLossError(absl::StrCat(
-            where, ": the server sent more bytes than were asked for (",
-            transfer.request->sink_capacity, ")"));
+        return absl::DataLossError(
+            absl::StrCat(where, ": the server sent more bytes than were asked for (",
+                         transfer.request->sink_capacity, ")"));
       }
       break;
     case CURLE_OPERATION_TIMEDOUT:
-      return absl::DeadlineExceededError(
-          absl::StrCat(where, ": timed out (", detail, ")"));
+      return absl::DeadlineExceededError(absl::StrCat(where, ": timed out (", detail, ")"));
     case CURLE_URL_MALFORMAT:
     case CURLE_UNSUPPORTED_PROTOCOL:
       return absl::InvalidArgumentError(absl::StrCat(where, ": ", detail));
     case CURLE_SSL_CACERT_BADFILE:
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": cannot load the CA certificates (", detail,
-          "); check SourceOptions.ca_bundle"));
+      return absl::InvalidArgumentError(absl::StrCat(where, ": cannot load the CA certificates (",
+                                                     detail, "); check SourceOptions.ca_bundle"));
     case CURLE_PEER_FAILED_VERIFICATION:
       // Not retried: an untrusted certificate stays untrusted.
-      return absl::PermissionDeniedError(absl::StrCat(
-          where, ": the server's TLS certificate is not trusted (", detail,
-          "); SourceOptions.ca_bundle names the CA file to trust"));
+      return absl::PermissionDeniedError(
+          absl::StrCat(where, ": the server's TLS certificate is not trusted (", detail,
+                       "); SourceOptions.ca_bundle names the CA file to trust"));
     default:
       break;
   }
@@ -155,9 +154,9 @@ struct CurlTransport::Impl {
                      static_cast<long>(absl::ToInt64Milliseconds(request.connect_timeout)));
     curl_easy_setopt(easy, CURLOPT_LOW_SPEED_LIMIT,
                      static_cast<long>(request.low_speed_bytes_per_s));
-    curl_easy_setopt(easy, CURLOPT_LOW_SPEED_TIME,
-                     static_cast<long>(std::max<int64_t>(
-                         1, absl::ToInt64Seconds(request.low_speed_time))));
+    curl_easy_setopt(
+        easy, CURLOPT_LOW_SPEED_TIME,
+        static_cast<long>(std::max<int64_t>(1, absl::ToInt64Seconds(request.low_speed_time))));
     curl_easy_setopt(easy, CURLOPT_FOLLOWLOCATION, request.follow_redirects ? 1L : 0L);
     if (request.method == "HEAD") {
       curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
@@ -229,8 +228,7 @@ CurlTransport::CurlTransport() : impl_(new Impl) {
   std::thread([impl = impl_] { impl->Loop(); }).detach();
 }
 
-absl::Status CurlTransport::Perform(const HttpRequest& request,
-                                    HttpResponse* response) {
+absl::Status CurlTransport::Perform(const HttpRequest& request, HttpResponse* response) {
   *response = HttpResponse();
   Transfer transfer{.request = &request, .response = response};
   transfer.easy = impl_->TakeHandle();

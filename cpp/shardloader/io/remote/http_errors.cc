@@ -19,8 +19,7 @@ absl::string_view S3ErrorCode(absl::string_view body) {
 
 }  // namespace
 
-absl::Status HttpStatusToStatus(const HttpRequest& request,
-                                const HttpResponse& response) {
+absl::Status HttpStatusToStatus(const HttpRequest& request, const HttpResponse& response) {
   const long code = response.status_code;
   if (code >= 200 && code < 300) return absl::OkStatus();
   const absl::string_view s3_code = S3ErrorCode(response.body);
@@ -35,8 +34,7 @@ absl::Status HttpStatusToStatus(const HttpRequest& request,
       return absl::PermissionDeniedError(
           absl::StrCat(message, " (access denied or bad credentials)"));
     case 412:
-      return absl::DataLossError(
-          absl::StrCat(message, " (the object changed while it was read)"));
+      return absl::DataLossError(absl::StrCat(message, " (the object changed while it was read)"));
     case 416:
       return absl::OutOfRangeError(message);
     case 429:

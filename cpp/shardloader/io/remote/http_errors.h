@@ -17,8 +17,7 @@
 namespace shardloader {
 
 // OK for 2xx; otherwise the mapped error.
-absl::Status HttpStatusToStatus(const HttpRequest& request,
-                                const HttpResponse& response);
+absl::Status HttpStatusToStatus(const HttpRequest& request, const HttpResponse& response);
 
 }  // namespace shardloader
 

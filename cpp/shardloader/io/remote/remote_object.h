@@ -26,8 +26,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shardloader/io/remote/http_transport.h"
-#include "shardloader/io/source_options.h"
 #include "shardloader/io/remote/retry.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 
@@ -41,8 +41,7 @@ struct RemoteTarget {
 
 // The retry policy and the request timeouts that `options` ask for.
 RetryPolicy RetryPolicyOf(const SourceOptions& options);
-HttpRequest BaseRequestOf(const SourceOptions& options, std::string method,
-                          std::string url);
+HttpRequest BaseRequestOf(const SourceOptions& options, std::string method, std::string url);
 
 class RemoteObject {
  public:

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "shardloader/io/remote/s3_client.h"
-#include "shardloader/status.h"
 #include "shardloader/io/uri.h"
+#include "shardloader/status.h"
 
 namespace shardloader {
 namespace {
@@ -42,7 +42,7 @@ class ParallelRangeStream final : public ByteSource {
     if (current_offset_ == current_.size()) {
       if (position_ == object_->size()) return 0;
       if (workers_.empty()) Start();
-      SL_RETURN_IF_ERROR(TakeNextPart());
+      SHARDLOADER_RETURN_IF_ERROR(TakeNextPart());
     }
     const size_t n = std::min(size, current_.size() - current_offset_);
     std::memcpy(dst, current_.data() + current_offset_, n);
@@ -96,7 +96,7 @@ class ParallelRangeStream final : public ByteSource {
       ready_.erase(next_part_);
       ++next_part_;
     }
-    SL_RETURN_IF_ERROR(part.status);
+    SHARDLOADER_RETURN_IF_ERROR(part.status);
     current_ = std::move(part.bytes);
     current_offset_ = 0;
     return absl::OkStatus();
@@ -120,8 +120,7 @@ class ParallelRangeStream final : public ByteSource {
 
 class RemoteRandomAccess final : public RandomAccessSource {
  public:
-  explicit RemoteRandomAccess(std::shared_ptr<RemoteObject> object)
-      : object_(std::move(object)) {}
+  explicit RemoteRandomAccess(std::shared_ptr<RemoteObject> object) : object_(std::move(object)) {}
   const std::string& uri() const override { return object_->uri(); }
   int64_t size() const override { return object_->size(); }
   absl::Status ReadAt(int64_t offset, size_t size, char* dst) const override {
@@ -148,14 +147,13 @@ absl::StatusOr<std::shared_ptr<RemoteObject>> OpenRemoteObject(
     const std::string& uri, const SourceOptions& options,
     std::shared_ptr<HttpTransport> transport) {
   if (absl::StartsWith(uri, "s3://")) {
-    SL_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
-    SL_ASSIGN_OR_RETURN(std::shared_ptr<const S3Client> client,
-                        CreateS3Client(uri, options, std::move(transport)));
-    return RemoteObject::Open(uri, client->ObjectTarget(location), options,
-                              client->transport());
+    SHARDLOADER_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
+    SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<const S3Client> client,
+                                 CreateS3Client(uri, options, std::move(transport)));
+    return RemoteObject::Open(uri, client->ObjectTarget(location), options, client->transport());
   }
-  return RemoteObject::Open(uri, RemoteTarget{.url = uri, .follow_redirects = true},
-                            options, std::move(transport));
+  return RemoteObject::Open(uri, RemoteTarget{.url = uri, .follow_redirects = true}, options,
+                            std::move(transport));
 }
 
 std::unique_ptr<ByteSource> ParallelStreamOf(std::shared_ptr<RemoteObject> object,
@@ -167,14 +165,14 @@ std::shared_ptr<RandomAccessSource> RandomAccessOf(std::shared_ptr<RemoteObject>
   return std::make_shared<RemoteRandomAccess>(std::move(object));
 }
 
-absl::StatusOr<std::vector<std::string>> ListS3Prefix(
-    const std::string& uri, const SourceOptions& options,
-    std::shared_ptr<HttpTransport> transport) {
-  SL_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
-  SL_ASSIGN_OR_RETURN(std::shared_ptr<const S3Client> client,
-                      CreateS3Client(uri, options, std::move(transport)));
-  SL_ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                      client->ListKeys(location.bucket, location.key));
+absl::StatusOr<std::vector<std::string>> ListS3Prefix(const std::string& uri,
+                                                      const SourceOptions& options,
+                                                      std::shared_ptr<HttpTransport> transport) {
+  SHARDLOADER_ASSIGN_OR_RETURN(const S3Location location, ParseS3Uri(uri));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<const S3Client> client,
+                               CreateS3Client(uri, options, std::move(transport)));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                               client->ListKeys(location.bucket, location.key));
   for (std::string& key : keys) key = absl::StrCat("s3://", location.bucket, "/", key);
   return keys;
 }

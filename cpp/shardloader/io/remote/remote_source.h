@@ -23,10 +23,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "shardloader/io/byte_source.h"
-#include "shardloader/io/source_options.h"
 #include "shardloader/io/random_access.h"
 #include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/remote/remote_object.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 

@@ -27,16 +27,15 @@ absl::Duration Backoff(const RetryPolicy& policy, int attempt) {
   return ceiling * fraction(generator);
 }
 
-absl::Status RunWithRetries(const RetryPolicy& policy,
-                            absl::FunctionRef<absl::Status()> attempt) {
+absl::Status RunWithRetries(const RetryPolicy& policy, absl::FunctionRef<absl::Status()> attempt) {
   absl::Status status;
   for (int n = 0; n < std::max(policy.max_attempts, 1); ++n) {
     if (n > 0) absl::SleepFor(Backoff(policy, n - 1));
     status = attempt();
     if (status.ok() || !IsRetryable(status)) return status;
   }
-  return absl::UnavailableError(absl::StrCat("gave up after ", policy.max_attempts,
-                                             " attempts: ", status.message()));
+  return absl::UnavailableError(
+      absl::StrCat("gave up after ", policy.max_attempts, " attempts: ", status.message()));
 }
 
 }  // namespace shardloader

@@ -38,8 +38,7 @@ absl::Duration Backoff(const RetryPolicy& policy, int attempt);
 // then Unavailable, "gave up after N attempts: <last error>". Sleeps
 // Backoff() between calls. `attempt` may keep state between calls (e.g.
 // how many bytes already arrived, so the next call resumes there).
-absl::Status RunWithRetries(const RetryPolicy& policy,
-                            absl::FunctionRef<absl::Status()> attempt);
+absl::Status RunWithRetries(const RetryPolicy& policy, absl::FunctionRef<absl::Status()> attempt);
 
 }  // namespace shardloader
 

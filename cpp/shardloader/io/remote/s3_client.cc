@@ -35,8 +35,10 @@ std::vector<std::string> XmlValues(absl::string_view xml, absl::string_view tag)
     if (end == absl::string_view::npos) break;
     std::string value(xml.substr(begin, end - begin));
     // The five predefined XML entities, &amp; last.
-    for (const auto& [entity, text] : {std::pair{"&lt;", "<"}, {"&gt;", ">"},
-                                       {"&quot;", "\""}, {"&apos;", "'"},
+    for (const auto& [entity, text] : {std::pair{"&lt;", "<"},
+                                       {"&gt;", ">"},
+                                       {"&quot;", "\""},
+                                       {"&apos;", "'"},
                                        {"&amp;", "&"}}) {
       value = absl::StrReplaceAll(value, {{entity, text}});
     }
@@ -57,8 +59,7 @@ absl::StatusOr<S3Location> ParseS3Uri(const std::string& uri) {
   S3Location location{std::string(rest.substr(0, slash)),
                       slash == absl::string_view::npos ? "" : std::string(rest.substr(slash + 1))};
   if (location.bucket.empty()) {
-    return WithContext(absl::InvalidArgumentError("an s3:// URI needs a bucket"),
-                       {.uri = uri});
+    return WithContext(absl::InvalidArgumentError("an s3:// URI needs a bucket"), {.uri = uri});
   }
   return location;
 }
@@ -82,8 +83,8 @@ absl::StatusOr<std::shared_ptr<const S3Client>> S3Client::Create(
   const std::string region = ResolveAwsRegion(options.region, options.profile);
   if (custom) {
     if (!absl::StartsWith(endpoint, "http://") && !absl::StartsWith(endpoint, "https://")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "endpoint_url must start with http:// or https://: '", endpoint, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("endpoint_url must start with http:// or https://: '", endpoint, "'"));
     }
     while (absl::EndsWith(endpoint, "/")) endpoint.pop_back();
   } else {
@@ -91,11 +92,11 @@ absl::StatusOr<std::shared_ptr<const S3Client>> S3Client::Create(
   }
   AwsCredentials credentials;
   if (!options.anonymous) {
-    SL_ASSIGN_OR_RETURN(credentials, ResolveAwsCredentials(options.profile));
+    SHARDLOADER_ASSIGN_OR_RETURN(credentials, ResolveAwsCredentials(options.profile));
   }
-  return std::shared_ptr<const S3Client>(new S3Client(
-      options, std::move(transport), std::move(endpoint), custom, region,
-      std::move(credentials), options.anonymous));
+  return std::shared_ptr<const S3Client>(new S3Client(options, std::move(transport),
+                                                      std::move(endpoint), custom, region,
+                                                      std::move(credentials), options.anonymous));
 }
 
 std::string S3Client::CanonicalUri(const S3Location& location) const {
@@ -110,8 +111,7 @@ std::string S3Client::CanonicalUri(const S3Location& location) const {
 std::string S3Client::Url(const S3Location& location, const std::string& query) const {
   std::string base = endpoint_;
   if (!path_style_ && !absl::StrContains(location.bucket, '.')) {
-    base = absl::StrCat("https://", location.bucket, ".",
-                        absl::StripPrefix(endpoint_, "https://"));
+    base = absl::StrCat("https://", location.bucket, ".", absl::StripPrefix(endpoint_, "https://"));
   }
   return absl::StrCat(base, CanonicalUri(location), query.empty() ? "" : "?", query);
 }
@@ -151,37 +151,33 @@ RemoteTarget S3Client::ObjectTarget(const S3Location& location) const {
                            HttpRequest* request) { return client->Sign(request, uri, ""); }};
 }
 
-absl::StatusOr<HttpResponse> S3Client::Call(const std::string& method,
-                                            const S3Location& location,
-                                            const QueryParams& query,
-                                            std::string body) const {
+absl::StatusOr<HttpResponse> S3Client::Call(const std::string& method, const S3Location& location,
+                                            const QueryParams& query, std::string body) const {
   const std::string canonical_query = CanonicalQuery(query);
   const std::string canonical_uri = CanonicalUri(location);
   HttpResponse response;
   const absl::Status status = RunWithRetries(RetryPolicyOf(options_), [&] {
-    HttpRequest request =
-        BaseRequestOf(options_, method, Url(location, canonical_query));
+    HttpRequest request = BaseRequestOf(options_, method, Url(location, canonical_query));
     request.body = body;
-    SL_RETURN_IF_ERROR(Sign(&request, canonical_uri, canonical_query));
-    SL_RETURN_IF_ERROR(transport_->Perform(request, &response));
+    SHARDLOADER_RETURN_IF_ERROR(Sign(&request, canonical_uri, canonical_query));
+    SHARDLOADER_RETURN_IF_ERROR(transport_->Perform(request, &response));
     return HttpStatusToStatus(request, response);
   });
   if (!status.ok()) {
-    return WithContext(status,
-                       {.uri = absl::StrCat("s3://", location.bucket, "/", location.key)});
+    return WithContext(status, {.uri = absl::StrCat("s3://", location.bucket, "/", location.key)});
   }
   return response;
 }
 
-absl::StatusOr<std::vector<std::string>> S3Client::ListKeys(
-    const std::string& bucket, const std::string& prefix) const {
+absl::StatusOr<std::vector<std::string>> S3Client::ListKeys(const std::string& bucket,
+                                                            const std::string& prefix) const {
   std::vector<std::string> keys;
   std::string token;
   while (true) {
     QueryParams query = {{"list-type", "2"}, {"prefix", prefix}};
     if (!token.empty()) query.emplace_back("continuation-token", token);
-    SL_ASSIGN_OR_RETURN(const HttpResponse response,
-                        Call("GET", S3Location{bucket, ""}, query));
+    SHARDLOADER_ASSIGN_OR_RETURN(const HttpResponse response,
+                                 Call("GET", S3Location{bucket, ""}, query));
     for (std::string& key : XmlValues(response.body, "Key")) keys.push_back(std::move(key));
     const std::vector<std::string> truncated = XmlValues(response.body, "IsTruncated");
     const std::vector<std::string> next = XmlValues(response.body, "NextContinuationToken");

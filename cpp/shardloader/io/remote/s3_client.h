@@ -25,9 +25,9 @@
 #include "absl/status/statusor.h"
 #include "shardloader/io/remote/aws_credentials.h"
 #include "shardloader/io/remote/http_transport.h"
-#include "shardloader/io/source_options.h"
 #include "shardloader/io/remote/remote_object.h"
 #include "shardloader/io/remote/sigv4.h"
+#include "shardloader/io/source_options.h"
 
 namespace shardloader {
 
@@ -56,10 +56,8 @@ class S3Client : public std::enable_shared_from_this<S3Client> {
   // Sends `method` to the object or bucket at `location` with `query` and
   // `body`, signed, retried per the options. Returns the 2xx response.
   // Errors: as HttpStatusToStatus() and RunWithRetries(), naming the URI.
-  absl::StatusOr<HttpResponse> Call(const std::string& method,
-                                    const S3Location& location,
-                                    const QueryParams& query,
-                                    std::string body = "") const;
+  absl::StatusOr<HttpResponse> Call(const std::string& method, const S3Location& location,
+                                    const QueryParams& query, std::string body = "") const;
 
   // Keys under `prefix` in `bucket`, in S3's (lexicographic) order, with
   // ListObjectsV2, following continuation tokens. Errors: as Call().
@@ -70,9 +68,8 @@ class S3Client : public std::enable_shared_from_this<S3Client> {
   const std::shared_ptr<HttpTransport>& transport() const { return transport_; }
 
  private:
-  S3Client(SourceOptions options, std::shared_ptr<HttpTransport> transport,
-           std::string endpoint, bool path_style, std::string region,
-           AwsCredentials credentials, bool anonymous);
+  S3Client(SourceOptions options, std::shared_ptr<HttpTransport> transport, std::string endpoint,
+           bool path_style, std::string region, AwsCredentials credentials, bool anonymous);
 
   // URL path (encoded) and full URL of `location` with `query`.
   std::string CanonicalUri(const S3Location& location) const;

@@ -17,8 +17,7 @@ std::string HmacSha256(absl::string_view key, absl::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest,
-       &length);
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest, &length);
   return std::string(reinterpret_cast<char*>(digest), length);
 }
 
@@ -72,22 +71,17 @@ std::string SigV4Authorization(const SigV4Key& key, absl::string_view amz_date,
   }
   const std::string signed_headers = absl::StrJoin(names, ";");
   const std::string canonical_request =
-      absl::StrCat(input.method, "\n", input.canonical_uri, "\n", input.canonical_query,
-                   "\n", canonical_headers, "\n", signed_headers, "\n",
-                   input.payload_sha256);
+      absl::StrCat(input.method, "\n", input.canonical_uri, "\n", input.canonical_query, "\n",
+                   canonical_headers, "\n", signed_headers, "\n", input.payload_sha256);
   const absl::string_view date = amz_date.substr(0, 8);
-  const std::string scope =
-      absl::StrCat(date, "/", key.region, "/", key.service, "/aws4_request");
+  const std::string scope = absl::StrCat(date, "/", key.region, "/", key.service, "/aws4_request");
   const std::string string_to_sign =
-      absl::StrCat("AWS4-HMAC-SHA256\n", amz_date, "\n", scope, "\n",
-                   Sha256Hex(canonical_request));
-  std::string signing_key =
-      HmacSha256(absl::StrCat("AWS4", key.secret_access_key), date);
+      absl::StrCat("AWS4-HMAC-SHA256\n", amz_date, "\n", scope, "\n", Sha256Hex(canonical_request));
+  std::string signing_key = HmacSha256(absl::StrCat("AWS4", key.secret_access_key), date);
   signing_key = HmacSha256(signing_key, key.region);
   signing_key = HmacSha256(signing_key, key.service);
   signing_key = HmacSha256(signing_key, "aws4_request");
-  const std::string signature =
-      absl::BytesToHexString(HmacSha256(signing_key, string_to_sign));
+  const std::string signature = absl::BytesToHexString(HmacSha256(signing_key, string_to_sign));
   return absl::StrCat("AWS4-HMAC-SHA256 Credential=", key.access_key_id, "/", scope,
                       ", SignedHeaders=", signed_headers, ", Signature=", signature);
 }

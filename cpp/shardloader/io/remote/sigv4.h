@@ -32,9 +32,9 @@ using QueryParams = std::vector<std::pair<std::string, std::string>>;
 std::string CanonicalQuery(const QueryParams& query);
 
 struct SigV4Input {
-  std::string method;          // "GET"
-  std::string canonical_uri;   // encoded path, "/bucket/key"
-  std::string canonical_query; // CanonicalQuery()
+  std::string method;           // "GET"
+  std::string canonical_uri;    // encoded path, "/bucket/key"
+  std::string canonical_query;  // CanonicalQuery()
   // Headers to sign; names in any case, values as sent. Must include "host",
   // "x-amz-date" and "x-amz-content-sha256".
   std::vector<std::pair<std::string, std::string>> headers;

@@ -38,8 +38,7 @@
 namespace shardloader::testing {
 
 // The value of header `name` (any case) in `request`, or nullopt.
-inline std::optional<std::string> HeaderValue(const HttpRequest& request,
-                                              absl::string_view name) {
+inline std::optional<std::string> HeaderValue(const HttpRequest& request, absl::string_view name) {
   for (const std::string& header : request.headers) {
     const size_t colon = header.find(':');
     if (colon != std::string::npos &&
@@ -70,8 +69,7 @@ struct MockReply {
 class MockHttpTransport final : public HttpTransport {
  public:
   // Stores `bytes` at `url` (replacing what was there), with `etag`.
-  void PutObject(const std::string& url, std::string bytes,
-                 std::string etag = "\"etag-1\"") {
+  void PutObject(const std::string& url, std::string bytes, std::string etag = "\"etag-1\"") {
     absl::MutexLock lock(&mu_);
     objects_[url] = {std::move(bytes), std::move(etag)};
   }
@@ -88,9 +86,7 @@ class MockHttpTransport final : public HttpTransport {
   }
 
   // The next request to `url` gets only `bytes` bytes of its body.
-  void CutNext(const std::string& url, size_t bytes) {
-    Script(url, {.cut_after = bytes});
-  }
+  void CutNext(const std::string& url, size_t bytes) { Script(url, {.cut_after = bytes}); }
 
   // Every request sent so far, in order (sinks cleared).
   std::vector<HttpRequest> requests() const {
@@ -209,8 +205,8 @@ class MockHttpTransport final : public HttpTransport {
     const bool success = response->status_code >= 200 && response->status_code < 300;
     if (success && request.sink != nullptr) {
       if (body.size() > request.sink_capacity) {
-        return absl::DataLossError(absl::StrCat(request.method, " ", request.url,
-                                                ": the server sent more bytes than were asked for"));
+        return absl::DataLossError(absl::StrCat(
+            request.method, " ", request.url, ": the server sent more bytes than were asked for"));
       }
       std::memcpy(request.sink, body.data(), n);
       response->sink_bytes = n;

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "io/remote/mock_http_transport.h"
-#include "test_util.h"
 #include "shardloader/io/remote/remote_source.h"
 #include "shardloader/status.h"
+#include "test_util.h"
 
 namespace shardloader {
 namespace {
@@ -153,8 +153,8 @@ TEST_F(RemoteObjectTest, ResumesAtTheByteWhereAShortBodyStopped) {
   ASSERT_TRUE(Read(*object, 100, 600, &got).ok());
   EXPECT_EQ(got, bytes_.substr(100, 600));
   // Each retry asks for the rest only, starting at the first missing byte.
-  EXPECT_THAT(RangesOf(*transport_), ElementsAre("bytes=100-699", "bytes=400-699",
-                                                 "bytes=400-699", "bytes=500-699"));
+  EXPECT_THAT(RangesOf(*transport_),
+              ElementsAre("bytes=100-699", "bytes=400-699", "bytes=400-699", "bytes=500-699"));
 }
 
 TEST_F(RemoteObjectTest, ShortBodiesCountAsAttempts) {
@@ -221,11 +221,10 @@ TEST_F(RemoteObjectTest, ClientErrorsMapToTheTableAndAreNotRetried) {
     long http;
     absl::StatusCode code;
   };
-  for (const Case& c : {Case{404, absl::StatusCode::kNotFound},
-                        Case{403, absl::StatusCode::kPermissionDenied},
-                        Case{401, absl::StatusCode::kPermissionDenied},
-                        Case{400, absl::StatusCode::kInvalidArgument},
-                        Case{416, absl::StatusCode::kOutOfRange}}) {
+  for (const Case& c :
+       {Case{404, absl::StatusCode::kNotFound}, Case{403, absl::StatusCode::kPermissionDenied},
+        Case{401, absl::StatusCode::kPermissionDenied},
+        Case{400, absl::StatusCode::kInvalidArgument}, Case{416, absl::StatusCode::kOutOfRange}}) {
     auto transport = std::make_shared<MockHttpTransport>();
     transport->PutObject(kUrl, bytes_);
     absl::StatusOr<std::shared_ptr<RemoteObject>> object =
@@ -249,9 +248,10 @@ TEST_F(RemoteObjectTest, HeadWithoutContentLengthIsInvalidArgument) {
 TEST_F(RemoteObjectTest, RangeOutsideTheObjectIsDataLossBeforeAnyRequest) {
   std::shared_ptr<RemoteObject> object = OpenOrDie();
   char buffer[16];
-  for (const auto& [offset, size] :
-       std::vector<std::pair<int64_t, size_t>>{
-           {1001, 1}, {995, 10}, {-1, 1},
+  for (const auto& [offset, size] : std::vector<std::pair<int64_t, size_t>>{
+           {1001, 1},
+           {995, 10},
+           {-1, 1},
            {1, static_cast<size_t>(std::numeric_limits<int64_t>::max())},
            {500, std::numeric_limits<size_t>::max()},
            {std::numeric_limits<int64_t>::max(), 1}}) {

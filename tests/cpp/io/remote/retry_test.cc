@@ -27,10 +27,12 @@ TEST(RetryTest, StopsAtTheFirstSuccessOrPermanentError) {
               }).ok());
   EXPECT_EQ(calls, 3);
   calls = 0;
-  EXPECT_EQ(RunWithRetries(policy, [&] {
-              ++calls;
-              return absl::NotFoundError("404");
-            }).code(),
+  EXPECT_EQ(RunWithRetries(policy,
+                           [&] {
+                             ++calls;
+                             return absl::NotFoundError("404");
+                           })
+                .code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(calls, 1);
 }
@@ -41,7 +43,8 @@ TEST(RetryTest, BackoffStaysUnderItsCeiling) {
   for (int attempt = 0; attempt < 40; ++attempt) {
     const absl::Duration pause = Backoff(policy, attempt);
     EXPECT_GE(pause, absl::ZeroDuration());
-    EXPECT_LE(pause, std::min(absl::Seconds(1), absl::Milliseconds(100) * (1 << std::min(attempt, 20))));
+    EXPECT_LE(pause,
+              std::min(absl::Seconds(1), absl::Milliseconds(100) * (1 << std::min(attempt, 20))));
   }
 }
 

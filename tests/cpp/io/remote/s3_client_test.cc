@@ -86,8 +86,7 @@ class S3ClientTest : public ::testing::Test {
     EXPECT_THAT(*authorization,
                 StartsWith(absl::StrCat("AWS4-HMAC-SHA256 Credential=", kAccessKey, "/",
                                         date->substr(0, 8), "/eu-mock-1/s3/aws4_request")));
-    EXPECT_THAT(*authorization,
-                HasSubstr("SignedHeaders=host;x-amz-content-sha256;x-amz-date"));
+    EXPECT_THAT(*authorization, HasSubstr("SignedHeaders=host;x-amz-content-sha256;x-amz-date"));
     const SigV4Key key{.access_key_id = kAccessKey,
                        .secret_access_key = kSecretKey,
                        .region = "eu-mock-1",
@@ -110,8 +109,8 @@ class S3ClientTest : public ::testing::Test {
 
 TEST_F(S3ClientTest, ListPrefixFollowsContinuationTokensAcrossPages) {
   const std::string first = absl::StrCat(kEndpoint, "/bucket?list-type=2&prefix=data%2F");
-  const std::string second = absl::StrCat(
-      kEndpoint, "/bucket?continuation-token=page%2B2%3D&list-type=2&prefix=data%2F");
+  const std::string second =
+      absl::StrCat(kEndpoint, "/bucket?continuation-token=page%2B2%3D&list-type=2&prefix=data%2F");
   transport_->Script(first, {.status = 200,
                              .body = "<ListBucketResult><IsTruncated>true</IsTruncated>"
                                      "<Contents><Key>data/a.tar</Key></Contents>"

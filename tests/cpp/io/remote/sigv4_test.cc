@@ -9,15 +9,14 @@ namespace shardloader {
 namespace {
 
 TEST(SigV4Test, MatchesTheDocumentedGetObjectExample) {
-  const SigV4Input input{
-      .method = "GET",
-      .canonical_uri = "/test.txt",
-      .canonical_query = "",
-      .headers = {{"Host", "examplebucket.s3.amazonaws.com"},
-                  {"Range", "bytes=0-9"},
-                  {"x-amz-content-sha256", Sha256Hex("")},
-                  {"x-amz-date", "20130524T000000Z"}},
-      .payload_sha256 = Sha256Hex("")};
+  const SigV4Input input{.method = "GET",
+                         .canonical_uri = "/test.txt",
+                         .canonical_query = "",
+                         .headers = {{"Host", "examplebucket.s3.amazonaws.com"},
+                                     {"Range", "bytes=0-9"},
+                                     {"x-amz-content-sha256", Sha256Hex("")},
+                                     {"x-amz-date", "20130524T000000Z"}},
+                         .payload_sha256 = Sha256Hex("")};
   const SigV4Key key{.access_key_id = "AKIAIOSFODNN7EXAMPLE",
                      .secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
                      .region = "us-east-1",
@@ -29,8 +28,7 @@ TEST(SigV4Test, MatchesTheDocumentedGetObjectExample) {
 }
 
 TEST(SigV4Test, EmptyPayloadHash) {
-  EXPECT_EQ(Sha256Hex(""),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(SigV4Test, UriEncodingKeepsUnreservedAndOptionallySlash) {

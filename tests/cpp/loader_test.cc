@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardloader/shard_writer.h"
+#include "shardloader/status.h"
 #include "test_util.h"
 
 namespace shardloader {
@@ -270,6 +272,35 @@ TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
     EXPECT_THAT(message, HasSubstr("huge-0.idx, line 3"));
     EXPECT_THAT(message, HasSubstr("offset 2560"));
     EXPECT_THAT(message, HasSubstr("sample second"));
+  }
+}
+
+// The sample count on an index's first line sizes the epoch's plan before
+// the index is read: a huge one (which also overflowed the split of a long
+// first line) is checked against the whole index, never allocated for.
+TEST(LoaderTest, AHugeSampleCountInAnIndexIsDataLossNotAnAllocation) {
+  testing::TempDir dir;
+  auto writer = *ShardWriter::Create({.pattern = dir.Join("count-%d.tar")});
+  ASSERT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
+  ASSERT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
+  ASSERT_TRUE(writer->Close().ok());
+  const std::string index = dir.Join("count-0.idx");
+  const std::string written = testing::ReadFile(index);
+  ASSERT_EQ(written.substr(0, 7), "v1.2 2\n");
+  for (const char* count : {"10000000000", "9223372036854775807"}) {
+    SCOPED_TRACE(count);
+    testing::WriteFile(index, absl::StrCat("v1.2 ", count, written.substr(6)));
+    for (const bool shuffle : {false, true}) {
+      auto loader = *Loader::Create({.shards = {dir.Join("count-0.tar")},
+                                     .fields = LabelAndText(), .batch_size = 2,
+                                     .shuffle = shuffle});
+      absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+      ASSERT_FALSE(batch.ok());
+      EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(std::string(batch.status().message()),
+                  HasSubstr(absl::StrCat("announces ", count, " samples, has 2")));
+      EXPECT_EQ(GetContext(batch.status()).uri, index);
+    }
   }
 }
 

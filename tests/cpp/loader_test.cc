@@ -32,6 +32,16 @@ std::string WriteDataset(const testing::TempDir& dir, int num_samples, int per_s
   return dir.path();
 }
 
+// Writes samples "first" (label 1) and "second" (label 2) into one shard
+// named by `pattern`, with its index: data at 512 and 1536, then 2560 and
+// 3584.
+void WriteFirstAndSecond(const std::string& pattern) {
+  auto writer = *ShardWriter::Create({.pattern = pattern});
+  EXPECT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
+  EXPECT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
+  EXPECT_TRUE(writer->Close().ok());
+}
+
 std::vector<FieldSpec> LabelAndText() {
   return {FieldSpec{.name = "label", .extensions = {"cls"}, .kind = FieldKind::kInt},
           FieldSpec{.name = "text", .extensions = {"txt"}, .kind = FieldKind::kText}};
@@ -249,10 +259,7 @@ TEST(LoaderTest, BadLabelIsDataLossNamingShardOffsetAndKey) {
 // Loader rejects the index before reading, allocating or mapping by it.
 TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
   testing::TempDir dir;
-  auto writer = *ShardWriter::Create({.pattern = dir.Join("huge-%d.tar")});
-  ASSERT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
-  ASSERT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
-  ASSERT_TRUE(writer->Close().ok());
+  WriteFirstAndSecond(dir.Join("huge-%d.tar"));
   const std::string index = dir.Join("huge-0.idx");
   testing::WriteFile(index,
                      "v1.2 2\ncls 512 1 first.cls txt 1536 1 first.txt\n"
@@ -280,10 +287,7 @@ TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
 // first line) is checked against the whole index, never allocated for.
 TEST(LoaderTest, AHugeSampleCountInAnIndexIsDataLossNotAnAllocation) {
   testing::TempDir dir;
-  auto writer = *ShardWriter::Create({.pattern = dir.Join("count-%d.tar")});
-  ASSERT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
-  ASSERT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
-  ASSERT_TRUE(writer->Close().ok());
+  WriteFirstAndSecond(dir.Join("count-%d.tar"));
   const std::string index = dir.Join("count-0.idx");
   const std::string written = testing::ReadFile(index);
   ASSERT_EQ(written.substr(0, 7), "v1.2 2\n");

@@ -205,7 +205,9 @@ absl::Status CheckShardIndexBounds(const ShardIndex& index, int64_t shard_size,
               "bad shard index ", index_uri, ", line ", i + 2, ": ",
               MemberOutside(member, shard_size), " (the index is damaged, or "
               "the shard changed after indexing)")),
-          {.uri = shard_uri, .offset = member.offset, .key = std::string(index.key(i))});
+          {.uri = shard_uri,
+           .offset = member.offset,
+           .key = std::string(index.key(i))});
     }
   }
   return absl::OkStatus();

@@ -6,9 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardloader/shard_writer.h"
+#include "shardloader/status.h"
 #include "test_util.h"
 
 namespace shardloader {
@@ -28,6 +30,16 @@ std::string WriteDataset(const testing::TempDir& dir, int num_samples, int per_s
   }
   EXPECT_TRUE(writer->Close().ok());
   return dir.path();
+}
+
+// Writes samples "first" (label 1) and "second" (label 2) into one shard
+// named by `pattern`, with its index: data at 512 and 1536, then 2560 and
+// 3584.
+void WriteFirstAndSecond(const std::string& pattern) {
+  auto writer = *ShardWriter::Create({.pattern = pattern});
+  EXPECT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
+  EXPECT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
+  EXPECT_TRUE(writer->Close().ok());
 }
 
 std::vector<FieldSpec> LabelAndText() {
@@ -260,10 +272,7 @@ TEST(LoaderTest, BadLabelIsDataLossNamingShardOffsetAndKey) {
 // Loader rejects the index before reading, allocating or mapping by it.
 TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
   testing::TempDir dir;
-  auto writer = *ShardWriter::Create({.pattern = dir.Join("huge-%d.tar")});
-  ASSERT_TRUE(writer->Write("first", {{"cls", "1"}, {"txt", "a"}}).ok());
-  ASSERT_TRUE(writer->Write("second", {{"cls", "2"}, {"txt", "b"}}).ok());
-  ASSERT_TRUE(writer->Close().ok());
+  WriteFirstAndSecond(dir.Join("huge-%d.tar"));
   const std::string index = dir.Join("huge-0.idx");
   testing::WriteFile(index,
                      "v1.2 2\ncls 512 1 first.cls txt 1536 1 first.txt\n"
@@ -284,6 +293,33 @@ TEST(LoaderTest, AnIndexReachingPastTheShardIsDataLossNamingShardIndexAndKey) {
     EXPECT_THAT(message, HasSubstr("huge-0.idx, line 3"));
     EXPECT_THAT(message, HasSubstr("offset 2560"));
     EXPECT_THAT(message, HasSubstr("sample second"));
+  }
+}
+
+// The sample count on an index's first line sizes the epoch's plan before
+// the index is read: a huge one (which also overflowed the split of a long
+// first line) is checked against the whole index, never allocated for.
+TEST(LoaderTest, AHugeSampleCountInAnIndexIsDataLossNotAnAllocation) {
+  testing::TempDir dir;
+  WriteFirstAndSecond(dir.Join("count-%d.tar"));
+  const std::string index = dir.Join("count-0.idx");
+  const std::string written = testing::ReadFile(index);
+  ASSERT_EQ(written.substr(0, 7), "v1.2 2\n");
+  for (const char* count : {"10000000000", "9223372036854775807"}) {
+    SCOPED_TRACE(count);
+    testing::WriteFile(index, absl::StrCat("v1.2 ", count, written.substr(6)));
+    for (const bool shuffle : {false, true}) {
+      auto loader = *Loader::Create({.shards = {dir.Join("count-0.tar")},
+                                     .fields = LabelAndText(),
+                                     .batch_size = 2,
+                                     .shuffle = shuffle});
+      absl::StatusOr<std::optional<Batch>> batch = loader->Next();
+      ASSERT_FALSE(batch.ok());
+      EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(std::string(batch.status().message()),
+                  HasSubstr(absl::StrCat("announces ", count, " samples, has 2")));
+      EXPECT_EQ(GetContext(batch.status()).uri, index);
+    }
   }
 }
 

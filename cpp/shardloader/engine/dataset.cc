@@ -31,6 +31,12 @@ absl::StatusOr<std::string> ReadText(const std::string& uri, const SourceOptions
   }
 }
 
+// Sample counts that Count() takes from an index file's first line without
+// reading the rest. The count sizes the epoch's plan (4 bytes a sample of a
+// window) before the index is read, so a larger one is believed only after
+// the whole file was parsed and holds that many samples.
+constexpr int64_t kMaxUncheckedCount = int64_t{1} << 20;
+
 // Whether reading a shard's optional index file failed because there is
 // none to read: missing, or refused (S3 answers 403 for a missing key
 // without ListBucket permission). The shard is then scanned instead.
@@ -91,12 +97,18 @@ absl::StatusOr<int64_t> Dataset::Count(int64_t shard) {
   absl::StatusOr<std::string> head = ReadText(index_uri, options_->source, true);
   int64_t count = 0;
   if (head.ok()) {
-    std::vector<absl::string_view> words =
-        absl::StrSplit(head->substr(0, head->find('\n')), ' ', absl::SkipEmpty());
+    // Split a named string: views into a temporary would dangle.
+    const std::string line = head->substr(0, head->find('\n'));
+    std::vector<absl::string_view> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (words.size() != 2 || !absl::SimpleAtoi(words[1], &count) || count < 0) {
       return WithContext(absl::DataLossError("malformed shard index: its first line is not "
                                              "\"v1.2 <samples>\""),
                          {.uri = index_uri});
+    }
+    if (count > kMaxUncheckedCount) {
+      SHARDLOADER_ASSIGN_OR_RETURN(const std::string text,
+                                   ReadText(index_uri, options_->source, false));
+      SHARDLOADER_RETURN_IF_ERROR(ParseShardIndex(text, index_uri).status());
     }
   } else if (NoIndexFile(head.status())) {
     SHARDLOADER_ASSIGN_OR_RETURN(std::shared_ptr<const ShardIndex> index, Scan(shard));

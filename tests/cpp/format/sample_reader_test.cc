@@ -96,8 +96,9 @@ TEST(SampleReaderTest, MembersButNoSampleIsDataLossNamingTheShard) {
   absl::StatusOr<bool> read = reader.Next(&sample);
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(std::string(read.status().message()), ::testing::HasSubstr("no sample"));
-  EXPECT_THAT(std::string(read.status().message()), ::testing::HasSubstr("'README'"));
+  const std::string message(read.status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("no sample"));
+  EXPECT_THAT(message, ::testing::HasSubstr("'README'"));
   EXPECT_EQ(GetContext(read.status()).uri, "none.tar");
   EXPECT_EQ(GetContext(read.status()).offset, 0);
   EXPECT_TRUE(ReadAll(MakeTar({})).empty());

@@ -175,10 +175,12 @@ absl::StatusOr<std::unique_ptr<OutputFile>> CreateLocalOutputFile(const std::str
   return LocalOutputFile::Create(path);
 }
 
-absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(const std::string& uri,
-                                                               const SourceOptions& options) {
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(
+    const std::string& uri, const SourceOptions& options,
+    std::shared_ptr<HttpTransport> transport) {
   SHARDLOADER_ASSIGN_OR_RETURN(S3Location location, ParseS3Uri(uri));
-  absl::StatusOr<std::shared_ptr<const S3Client>> client = S3Client::Create(options);
+  absl::StatusOr<std::shared_ptr<const S3Client>> client =
+      S3Client::Create(options, std::move(transport));
   if (!client.ok()) return WithContext(client.status(), {.uri = uri});
   return std::unique_ptr<OutputFile>(
       new S3OutputFile(uri, *std::move(client), std::move(location)));

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "shardloader/internal/sha256.h"
 #include "shardloader/io/byte_sink.h"
+#include "shardloader/io/remote/http_transport.h"
 #include "shardloader/io/source_options.h"
 
 namespace shardloader {
@@ -64,11 +65,12 @@ class OutputFile : public ByteSink {
 // PermissionDenied, each naming the path.
 absl::StatusOr<std::unique_ptr<OutputFile>> CreateLocalOutputFile(const std::string& path);
 
-// The output for "s3://bucket/key" (a multipart upload). Errors:
-// InvalidArgument for a malformed URI, S3 credential errors as
-// S3Client::Create().
-absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(const std::string& uri,
-                                                               const SourceOptions& options = {});
+// The output for "s3://bucket/key" (a multipart upload), whose requests go
+// through `transport`. Errors: InvalidArgument for a malformed URI, S3
+// credential errors as S3Client::Create().
+absl::StatusOr<std::unique_ptr<OutputFile>> CreateS3OutputFile(
+    const std::string& uri, const SourceOptions& options = {},
+    std::shared_ptr<HttpTransport> transport = DefaultHttpTransport());
 
 }  // namespace shardloader
 

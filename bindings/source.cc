@@ -20,10 +20,10 @@ namespace {
 
 // A read/write property in float seconds over an absl::Duration member.
 template <absl::Duration SourceOptions::*member>
-void DefSeconds(py::class_<SourceOptions>& cls, const char* name) {
+void DefSeconds(py::class_<SourceOptions>& cls, const char* name, const char* doc) {
   cls.def_property(
       name, [](const SourceOptions& o) { return absl::ToDoubleSeconds(o.*member); },
-      [](SourceOptions& o, double seconds) { o.*member = absl::Seconds(seconds); });
+      [](SourceOptions& o, double seconds) { o.*member = absl::Seconds(seconds); }, doc);
 }
 
 // Every field but credentials (SourceOptions holds none; they come from the
@@ -43,25 +43,54 @@ std::string Repr(const SourceOptions& o) {
 void RegisterSource(py::module_& m) {
   py::class_<SourceOptions> options(m, "SourceOptions");
   options.def(py::init<>())
-      .def_readwrite("block_size_bytes", &SourceOptions::block_size_bytes)
-      .def_readwrite("max_unseekable_bytes", &SourceOptions::max_unseekable_bytes)
-      .def_readwrite("memory_map", &SourceOptions::memory_map)
-      .def_readwrite("part_size_bytes", &SourceOptions::part_size_bytes)
-      .def_readwrite("max_concurrency", &SourceOptions::max_concurrency)
-      .def_readwrite("max_attempts", &SourceOptions::max_attempts)
-      .def_readwrite("low_speed_bytes_per_s", &SourceOptions::low_speed_bytes_per_s)
-      .def_readwrite("endpoint_url", &SourceOptions::endpoint_url)
-      .def_readwrite("region", &SourceOptions::region)
-      .def_readwrite("profile", &SourceOptions::profile)
-      .def_readwrite("anonymous", &SourceOptions::anonymous)
-      .def_readwrite("ca_bundle", &SourceOptions::ca_bundle)
-      .def_readwrite("cache_dir", &SourceOptions::cache_dir)
-      .def_readwrite("cache_limit_bytes", &SourceOptions::cache_limit_bytes)
+      .def_readwrite("block_size_bytes", &SourceOptions::block_size_bytes,
+                     "Read size for streaming local files, in bytes (default 1 MiB).")
+      .def_readwrite("max_unseekable_bytes", &SourceOptions::max_unseekable_bytes,
+                     "Pipes and FIFOs opened for positional reads are held in memory whole; longer "
+                     "ones are refused (bytes, default 1 GiB).")
+      .def_readwrite("memory_map", &SourceOptions::memory_map,
+                     "Memory-map regular local files for positional reads (default True); False "
+                     "reads with pread(2).")
+      .def_readwrite("part_size_bytes", &SourceOptions::part_size_bytes,
+                     "Remote shards are read as ranged GETs of this many bytes (default 8 MiB); "
+                     "also the S3 multipart part size (at least 5 MiB).")
+      .def_readwrite("max_concurrency", &SourceOptions::max_concurrency,
+                     "Ranged GETs in flight per remote shard (default 8).")
+      .def_readwrite("max_attempts", &SourceOptions::max_attempts,
+                     "Tries in all for a transient remote failure (connection errors, 5xx, 429, "
+                     "timeouts; default 8).")
+      .def_readwrite("low_speed_bytes_per_s", &SourceOptions::low_speed_bytes_per_s,
+                     "A transfer slower than this (bytes/s, default 1024) for low_speed_time_s is "
+                     "dropped and resumed.")
+      .def_readwrite("endpoint_url", &SourceOptions::endpoint_url,
+                     "An S3-compatible endpoint ('http://127.0.0.1:9000'); empty: "
+                     "AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, else AWS.")
+      .def_readwrite(
+          "region", &SourceOptions::region,
+          "S3 region; empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's, else us-east-1.")
+      .def_readwrite("profile", &SourceOptions::profile,
+                     "Profile of the shared AWS files; empty: AWS_PROFILE, else 'default'. "
+                     "Credentials are never options.")
+      .def_readwrite("anonymous", &SourceOptions::anonymous,
+                     "Send unsigned S3 requests (public buckets; default False).")
+      .def_readwrite("ca_bundle", &SourceOptions::ca_bundle,
+                     "PEM file of the CA certificates https:// servers are verified against; "
+                     "empty: the system's store.")
+      .def_readwrite("cache_dir", &SourceOptions::cache_dir,
+                     "Local directory caching remote shards (fetched whole, then read locally); "
+                     "empty: no cache.")
+      .def_readwrite("cache_limit_bytes", &SourceOptions::cache_limit_bytes,
+                     "Bytes the cache may hold (least recently used shards evicted); 0: no limit.")
       .def("__repr__", &Repr);
-  DefSeconds<&SourceOptions::initial_backoff>(options, "initial_backoff_s");
-  DefSeconds<&SourceOptions::max_backoff>(options, "max_backoff_s");
-  DefSeconds<&SourceOptions::connect_timeout>(options, "connect_timeout_s");
-  DefSeconds<&SourceOptions::low_speed_time>(options, "low_speed_time_s");
+  DefSeconds<&SourceOptions::initial_backoff>(
+      options, "initial_backoff_s", "First retry backoff, seconds (default 0.1), doubled per try.");
+  DefSeconds<&SourceOptions::max_backoff>(options, "max_backoff_s",
+                                          "Longest retry backoff, seconds (default 10).");
+  DefSeconds<&SourceOptions::connect_timeout>(options, "connect_timeout_s",
+                                              "Connection timeout, seconds (default 10).");
+  DefSeconds<&SourceOptions::low_speed_time>(
+      options, "low_speed_time_s",
+      "How long a transfer may stay under low_speed_bytes_per_s, seconds (default 30).");
 
   py::class_<RandomAccessSource, std::shared_ptr<RandomAccessSource>>(
       m, "RandomAccessSource", "Positional reads of one shard (local or remote); thread-safe.")

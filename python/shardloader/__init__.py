@@ -10,7 +10,7 @@ from .errors import __all__ as _error_names
 from .fields import Bytes, Field, Image, Int, Npy, Ragged, Text
 from .loader import Loader
 from .writer import ShardWriter
-from ._core import SourceOptions
+from .source import SourceOptions
 
 __version__ = "0.1.0"
 

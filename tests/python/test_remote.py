@@ -625,3 +625,24 @@ def test_pack_writes_to_s3_and_a_loader_reads_the_prefix(moto, aws_env, monkeypa
     got = {key: values[offsets[i]:offsets[i + 1]].tobytes()
            for i, key in enumerate(batch["__key__"])}
     assert got == expected
+
+
+def test_source_options_take_keyword_arguments():
+    o = sl.SourceOptions(cache_dir="/tmp/cache", max_concurrency=3, anonymous=True,
+                         connect_timeout_s=2.5)
+    assert (o.cache_dir, o.max_concurrency, o.anonymous, o.connect_timeout_s) == (
+        "/tmp/cache", 3, True, 2.5)
+    assert o.part_size_bytes == 8 << 20  # untouched options keep their defaults
+    assert "cache_dir='/tmp/cache'" in repr(o)
+
+
+def test_source_options_name_a_misspelled_option():
+    with pytest.raises(TypeError, match="no option 'cache_directory'; did you mean 'cache_dir'"):
+        sl.SourceOptions(cache_directory="/tmp/cache")
+
+
+def test_every_source_option_is_documented():
+    for name in dir(_core.SourceOptions):
+        attribute = getattr(_core.SourceOptions, name)
+        if isinstance(attribute, property):
+            assert attribute.__doc__ and len(attribute.__doc__) > 20, name

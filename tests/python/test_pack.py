@@ -240,7 +240,8 @@ def test_loader_reads_the_shards_index_json_lists_and_warns_about_others(tmp_pat
     _numbered_files(src, 10)
     out = tmp_path / "out"
     pack(str(src), str(out / "t-%06d.tar"), max_count=4, progress=False)
-    with sl.ShardWriter(str(out / "stale-%06d.tar")) as writer:
+    with sl.ShardWriter(str(out / "stale-%06d.tar"),
+                        index_path=str(tmp_path / "stale.json")) as writer:
         writer.write({"__key__": "stale", "bin": b"old"})
     with caplog.at_level("WARNING", logger="shardloader"):
         loader = sl.Loader(str(out), fields={"b": sl.Bytes("bin")}, batch_size=4,

@@ -127,8 +127,8 @@ absl::StatusOr<std::string> ReadWholeSource(const std::string& uri, const Source
     if (got == 0) break;
     content.append(buffer.data(), got);
     if (content.size() > kMaxIndexBytes) {
-      return WithContext(absl::InvalidArgumentError(absl::StrCat(
-                             "shard index is larger than ", kMaxIndexBytes, " bytes")),
+      return WithContext(absl::InvalidArgumentError(
+                             absl::StrCat("shard index is larger than ", kMaxIndexBytes, " bytes")),
                          {.uri = uri});
     }
   }
@@ -289,8 +289,7 @@ absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::str
           const std::string index = (std::filesystem::path(name) / kIndexName).string();
           std::optional<std::vector<std::string>> indexed;
           if (std::filesystem::is_regular_file(index, error)) {
-            SHARDLOADER_ASSIGN_OR_RETURN(const std::string content,
-                                         ReadWholeSource(index, source));
+            SHARDLOADER_ASSIGN_OR_RETURN(const std::string content, ReadWholeSource(index, source));
             SHARDLOADER_ASSIGN_OR_RETURN(indexed, ParseIndex(content, index));
           }
           if (indexed.has_value()) {

@@ -128,8 +128,7 @@ TEST(ResolveShardsTest, IndexListingAMissingShardIsNotFoundNamingIt) {
   const absl::Status status = ResolveShards({dir.path()}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(status.message(), HasSubstr(dir.Join("t-000001.tar")));
-  EXPECT_EQ(ResolveShards({dir.Join("missing.json")}).status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolveShards({dir.Join("missing.json")}).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -135,6 +135,7 @@ void RegisterLoader(py::module_& m) {
       .def("stats", &Loader::Stats)
       .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("shards", &Loader::shards)
+      .def_property_readonly("shard_warnings", &Loader::shard_warnings)
       .def_property_readonly("rank", [](const Loader& l) { return *l.options().rank; })
       .def_property_readonly("world_size", [](const Loader& l) { return *l.options().world_size; });
 }

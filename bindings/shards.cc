@@ -23,6 +23,16 @@ void RegisterShards(py::module_& m) {
         return WithoutGil([&] { return ResolveShards(specs, source); });
       },
       py::arg("specs"), py::arg("source") = SourceOptions());
+  // (shards, warnings): warnings as ResolveShards gives them, for the CLI.
+  m.def(
+      "resolve_shards_with_warnings",
+      [](const std::vector<std::string>& specs, const SourceOptions& source) {
+        std::vector<std::string> warnings;
+        std::vector<std::string> shards =
+            WithoutGil([&] { return ResolveShards(specs, source, &warnings); });
+        return py::make_tuple(shards, warnings);
+      },
+      py::arg("specs"), py::arg("source") = SourceOptions());
   m.def(
       "write_shard_index",
       [](const std::string& uri, const SourceOptions& source) {

@@ -108,8 +108,9 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
     SHARDLOADER_ASSIGN_OR_RETURN(std::optional<int> world_size, EnvInt("WORLD_SIZE"));
     options.world_size = world_size.value_or(1);
   }
+  std::vector<std::string> warnings;
   SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> shards,
-                               ResolveShards(options.shards, options.source));
+                               ResolveShards(options.shards, options.source, &warnings));
   // Fails early for a bad rank or worker.
   SHARDLOADER_RETURN_IF_ERROR(RankSchedule::Create({.rank = *options.rank,
                                                     .world_size = *options.world_size,
@@ -117,7 +118,9 @@ absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
                                                     .num_workers = options.num_workers,
                                                     .batch_size = options.batch_size})
                                   .status());
-  return std::unique_ptr<Loader>(new Loader(std::move(options), std::move(shards)));
+  auto loader = std::unique_ptr<Loader>(new Loader(std::move(options), std::move(shards)));
+  loader->shard_warnings_ = std::move(warnings);
+  return loader;
 }
 
 Loader::Loader(LoaderOptions options, std::vector<std::string> shards)

@@ -122,6 +122,9 @@ class Loader {
   void Close();
 
   const std::vector<std::string>& shards() const { return shards_; }
+  // What resolving the shard specs found worth telling the user (other
+  // shards beside a folder's index.json; plan/shard_list.h), to be logged.
+  const std::vector<std::string>& shard_warnings() const { return shard_warnings_; }
   const LoaderOptions& options() const { return *options_; }
 
  private:
@@ -145,6 +148,7 @@ class Loader {
 
   const std::shared_ptr<const LoaderOptions> options_;  // shared with the engine
   const std::vector<std::string> shards_;
+  std::vector<std::string> shard_warnings_;  // set by Create()
   const int creator_pid_;
   std::unique_ptr<Engine> engine_;  // arena, pool, dataset, running epoch
 

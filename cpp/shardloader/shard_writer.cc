@@ -79,6 +79,14 @@ absl::Status ValidateSample(absl::string_view key, const std::vector<ShardWriter
 absl::StatusOr<std::string> ShardPath(absl::string_view pattern, int64_t index) {
   // printf style: one %d conversion, optionally zero-padded ("%06d").
   const size_t percent = pattern.find('%');
+  if (percent != absl::string_view::npos &&
+      (pattern.find('%', percent + 1) != absl::string_view::npos ||
+       absl::StrContains(pattern, "..}"))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard pattern '", pattern,
+                     "' has more than one placeholder: it needs exactly one, such as %06d or "
+                     "{000000..}"));
+  }
   if (percent != absl::string_view::npos) {
     const size_t d = pattern.find('d', percent);
     int width = 0;

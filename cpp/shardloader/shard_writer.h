@@ -56,7 +56,7 @@ struct ShardInfo {
 
 class ShardWriter {
  public:
-  // Errors: InvalidArgument for a pattern without a number placeholder or
+  // Errors: InvalidArgument for a pattern without exactly one number placeholder or
   // non-positive limits; NotFound if the output directory does not exist.
   static absl::StatusOr<std::unique_ptr<ShardWriter>> Create(ShardWriterOptions options);
   ~ShardWriter();

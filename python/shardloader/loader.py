@@ -141,6 +141,8 @@ class Loader:
         if source is not None:
             options.source = source
         self._core = _core.Loader(options)
+        for warning in self._core.shard_warnings:
+            _log.warning("shardloader: %s", warning)
 
     def __iter__(self) -> Iterator[dict]:
         """Iterates the current epoch from its beginning, or from the

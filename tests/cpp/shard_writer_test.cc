@@ -23,6 +23,15 @@ TEST(ShardPathTest, PrintfAndOpenBracePatterns) {
   EXPECT_EQ(ShardPath("out/train.tar", 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// "t-%d-%d.tar" used to write "t-0-%d.tar".
+TEST(ShardPathTest, MoreThanOnePlaceholderIsAnError) {
+  for (const char* pattern : {"out/t-%d-%d.tar", "out/t-%06d-{000..}.tar", "out-%d/t-%d.tar"}) {
+    const absl::Status status = ShardPath(pattern, 0).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << pattern;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(pattern));
+  }
+}
+
 TEST(ShardWriterTest, RollsShardsByCountAndWritesAnIndex) {
   testing::TempDir dir;
   auto writer =

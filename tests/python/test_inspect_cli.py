@@ -87,3 +87,16 @@ def test_one_bad_shard_fails_the_run_but_the_rest_is_inspected(shard, tmp_path):
     assert str(missing) in output
     assert "Traceback" not in result.stderr, result.stderr
     assert "12 samples" in result.stdout, "the good shard after the missing one was not inspected"
+
+
+def test_takes_the_shard_specs_loader_takes(tmp_path):
+    """Brace patterns, folders and lists, resolved as Loader resolves them."""
+    with sl.ShardWriter(str(tmp_path / "b-%03d.tar"), max_count=2) as writer:
+        for i in range(5):
+            writer.write({"__key__": f"k{i}", "cls": i})
+    for spec in ([str(tmp_path / "b-{000..002}.tar")], [str(tmp_path)],
+                 [str(tmp_path / "b-000.tar::") + str(tmp_path / "b-{001..002}.tar")]):
+        result = inspect(*spec)
+        assert result.returncode == 0, result.stdout + result.stderr
+        for name in ("b-000.tar", "b-001.tar", "b-002.tar"):
+            assert f"{tmp_path / name}: " in result.stdout, (spec, result.stdout)

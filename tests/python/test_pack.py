@@ -160,16 +160,124 @@ def test_pack_missing_source_is_not_found(tmp_path):
     assert str(tmp_path / "nope") in str(info.value)
 
 
-def test_pack_cli_missing_output_dir_fails_cleanly(source_tree, tmp_path):
+def _pack_cli(*args, check=True):
     from conftest import shardloader_command
 
-    result = subprocess.run(
-        [*shardloader_command(), "pack", str(source_tree.root),
-         str(tmp_path / "missing" / "o-%06d.tar")],
-        capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0
-    assert "does not exist" in result.stderr or "not found" in result.stderr.lower()
-    assert not (tmp_path / "missing").exists()
+    result = subprocess.run([*shardloader_command(), "pack", *map(str, args)],
+                            capture_output=True, text=True, timeout=120)
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _numbered_files(src, count: int, *, size: int = 1000):
+    src.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (src / f"{i:04d}.bin").write_bytes(bytes([i % 256]) * size)
+
+
+def test_pack_cli_creates_the_output_folder_and_its_parents(source_tree, tmp_path):
+    """The README's own pack command on a fresh directory."""
+    out = tmp_path / "missing" / "deeper"
+    _pack_cli(source_tree.root, out / "o-%06d.tar", "--max-count", "2")
+    assert sorted(out.glob("*.tar"))
+    assert (out / "index.json").exists()
+
+
+def test_pack_cli_summary_names_extensions_and_skipped_files(tmp_path):
+    src = tmp_path / "src"
+    for c in ("cat", "dog"):
+        (src / c).mkdir(parents=True)
+        for i in range(3):
+            (src / c / f"{i}.JPEG").write_bytes(b"jpeg")
+        (src / c / "0.json").write_text("{}")
+    (src / "cat" / "README").write_text("no extension")
+    (src / "classes.tsv").write_text("top level")
+    result = _pack_cli(src, tmp_path / "out" / "t-%06d.tar")
+    out = result.stdout
+    assert "wrote 6 samples into 1 shard" in out, out
+    assert "jpeg x6" in out and "cls x6" in out and "json x2" in out, out
+    assert "skipped 2 files" in out, out
+    assert "README" in out and "classes.tsv" in out, out
+
+
+def test_pack_cli_quiet_prints_nothing(source_tree, tmp_path):
+    result = _pack_cli(source_tree.root, tmp_path / "out" / "o-%06d.tar", "--quiet")
+    assert result.stdout == "" and result.stderr == ""
+    assert sorted((tmp_path / "out").glob("*.tar"))
+
+
+def test_repacking_refuses_then_overwrite_reads_as_written(tmp_path, caplog):
+    """The issue's trap: packing twice into one folder with a larger
+    --max-size left stale shards that Loader(dir) read too."""
+    src = tmp_path / "src"
+    _numbered_files(src, 40)
+    out = tmp_path / "out"
+    _pack_cli(src, out / "t-%06d.tar", "--max-size", "8kB")
+    first = sorted(p.name for p in out.glob("*.tar"))
+    assert len(first) > 4
+    refused = _pack_cli(src, out / "t-%06d.tar", "--max-size", "30kB", check=False)
+    assert refused.returncode == 1 and "--overwrite" in refused.stderr
+    assert sorted(p.name for p in out.glob("*.tar")) == first
+    _pack_cli(src, out / "t-%06d.tar", "--max-size", "30kB", "--overwrite")
+    second = sorted(p.name for p in out.glob("*.tar"))
+    assert 1 < len(second) < len(first)
+    assert sorted(p.name for p in out.glob("*.idx")) == [n[:-4] + ".idx" for n in second]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    for spec in (out, out / "index.json"):
+        loader = sl.Loader(str(spec), fields={"b": sl.Bytes("bin")}, batch_size=8,
+                           shuffle=False)
+        keys = [k for b in loader for k in b["__key__"]]
+        assert sorted(keys) == [f"{i:04d}" for i in range(40)], spec
+
+
+def test_loader_reads_the_shards_index_json_lists_and_warns_about_others(tmp_path, caplog):
+    """Shards left beside a packed dataset (by hand, or an older tool) are
+    not read, and the loader says so."""
+    from shardloader.cli.pack import pack
+
+    src = tmp_path / "src"
+    _numbered_files(src, 10)
+    out = tmp_path / "out"
+    pack(str(src), str(out / "t-%06d.tar"), max_count=4, progress=False)
+    with sl.ShardWriter(str(out / "stale-%06d.tar"),
+                        index_path=str(tmp_path / "stale.json")) as writer:
+        writer.write({"__key__": "stale", "bin": b"old"})
+    with caplog.at_level("WARNING", logger="shardloader"):
+        loader = sl.Loader(str(out), fields={"b": sl.Bytes("bin")}, batch_size=4,
+                           shuffle=False)
+    assert [os.path.basename(s) for s in loader.shards] == [
+        "t-000000.tar", "t-000001.tar", "t-000002.tar"]
+    assert sum(len(b["__key__"]) for b in loader) == 10
+    warned = [r.getMessage() for r in caplog.records if r.name == "shardloader"]
+    assert any("1 other .tar file" in m for m in warned), warned
+    direct = sl.Loader(str(out / "index.json"), fields={"b": sl.Bytes("bin")},
+                       batch_size=4, shuffle=False)
+    assert direct.shards == loader.shards
+
+
+def test_overwrite_keeps_the_old_set_when_the_new_one_fails(tmp_path, monkeypatch):
+    from shardloader.cli import pack as pack_module
+
+    src = tmp_path / "src"
+    _numbered_files(src, 20)
+    out = tmp_path / "out"
+    pack_module.pack(str(src), str(out / "t-%06d.tar"), max_count=5, progress=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    calls = []
+
+    def failing_read(sample):
+        calls.append(sample)
+        if len(calls) > 12:
+            raise OSError(f"cannot read {sample.key}")
+        return real_read(sample)
+
+    real_read = pack_module._read
+    monkeypatch.setattr(pack_module, "_read", failing_read)
+    with pytest.raises(OSError):
+        pack_module.pack(str(src), str(out / "t-%06d.tar"), max_count=3, progress=False,
+                         overwrite=True, num_threads=1)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
 @pytest.mark.parametrize("pattern, first", [("w-%06d.tar", 10), ("w-{000010..}.tar", 0)])

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <system_error>
 
 #include "absl/strings/match.h"
@@ -11,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "shardloader/io/byte_source.h"
 #include "shardloader/io/open/open_source.h"
 #include "shardloader/io/uri.h"
 #include "shardloader/status.h"
@@ -108,6 +113,114 @@ absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) {
   return shards;
 }
 
+constexpr char kIndexName[] = "index.json";
+constexpr size_t kMaxIndexBytes = size_t{256} << 20;
+
+bool IsLocal(absl::string_view name) { return name.find("://") == absl::string_view::npos; }
+
+absl::StatusOr<std::string> ReadWholeSource(const std::string& uri, const SourceOptions& source) {
+  SHARDLOADER_ASSIGN_OR_RETURN(std::unique_ptr<ByteSource> in, OpenSource(uri, source));
+  std::string content;
+  std::string buffer(size_t{1} << 16, '\0');
+  while (true) {
+    SHARDLOADER_ASSIGN_OR_RETURN(const size_t got, in->Read(buffer.data(), buffer.size()));
+    if (got == 0) break;
+    content.append(buffer.data(), got);
+    if (content.size() > kMaxIndexBytes) {
+      return WithContext(absl::InvalidArgumentError(
+                             absl::StrCat("shard index is larger than ", kMaxIndexBytes, " bytes")),
+                         {.uri = uri});
+    }
+  }
+  return content;
+}
+
+// The shards listed by the shardloader index (ShardWriter's index.json) in
+// `content`, read from `uri`: names relative to the index's folder, URIs
+// and absolute paths as they are. nullopt if `content` is not such an index.
+absl::StatusOr<std::optional<std::vector<std::string>>> ParseIndex(const std::string& content,
+                                                                   const std::string& uri) {
+  const nlohmann::json index = nlohmann::json::parse(content, nullptr, /*allow_exceptions=*/false);
+  if (index.is_discarded() || !index.is_object() || !index.contains("format") ||
+      index["format"] != "shardloader-index" || !index.contains("shards") ||
+      !index["shards"].is_array()) {
+    return std::nullopt;
+  }
+  const size_t slash = uri.rfind('/');
+  const std::string folder = slash == std::string::npos ? "" : uri.substr(0, slash + 1);
+  std::vector<std::string> shards;
+  for (const nlohmann::json& entry : index["shards"]) {
+    if (!entry.is_object() || !entry.contains("url") || !entry["url"].is_string()) {
+      return WithContext(absl::InvalidArgumentError(
+                             "shard index has an entry without a \"url\" string: rewrite it "
+                             "with `shardloader pack` or ShardWriter"),
+                         {.uri = uri});
+    }
+    const std::string url = entry["url"].get<std::string>();
+    if (!IsLocal(url) || absl::StartsWith(url, "/")) {
+      shards.push_back(url);
+    } else if (IsLocal(uri)) {
+      shards.push_back((std::filesystem::path(folder.empty() ? "." : folder) / url).string());
+    } else {
+      shards.push_back(absl::StrCat(folder, url));
+    }
+  }
+  return shards;
+}
+
+// NotFound naming the index if a local shard it lists is missing.
+absl::Status CheckListedExist(const std::vector<std::string>& shards, const std::string& index) {
+  for (const std::string& shard : shards) {
+    std::error_code error;
+    if (IsLocal(shard) && !std::filesystem::exists(shard, error)) {
+      return WithContext(absl::NotFoundError(absl::StrCat(
+                             "the index lists shard ", shard,
+                             ", which does not exist: the dataset is incomplete; pack it again")),
+                         {.uri = index});
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The shards the index at `uri` lists; local ones must exist.
+absl::StatusOr<std::vector<std::string>> ReadIndex(const std::string& uri,
+                                                   const SourceOptions& source) {
+  SHARDLOADER_ASSIGN_OR_RETURN(const std::string content, ReadWholeSource(uri, source));
+  SHARDLOADER_ASSIGN_OR_RETURN(std::optional<std::vector<std::string>> shards,
+                               ParseIndex(content, uri));
+  if (!shards.has_value()) {
+    return WithContext(absl::InvalidArgumentError(
+                           "not a shard index written by `shardloader pack` or ShardWriter "
+                           "(no \"format\": \"shardloader-index\"); name the shards instead"),
+                       {.uri = uri});
+  }
+  SHARDLOADER_RETURN_IF_ERROR(CheckListedExist(*shards, uri));
+  return *std::move(shards);
+}
+
+// Adds to `warnings` how many *.tar files lie in `dir` beside `listed`.
+absl::Status WarnAboutOthers(const std::string& dir, const std::string& index,
+                             const std::vector<std::string>& listed,
+                             std::vector<std::string>* warnings) {
+  if (warnings == nullptr) return absl::OkStatus();
+  SHARDLOADER_ASSIGN_OR_RETURN(const std::vector<std::string> present, ListDirectory(dir));
+  std::set<std::string> names;
+  for (const std::string& shard : listed) {
+    names.insert(std::filesystem::path(shard).lexically_normal().string());
+  }
+  int64_t others = 0;
+  for (const std::string& shard : present) {
+    if (names.count(std::filesystem::path(shard).lexically_normal().string()) == 0) ++others;
+  }
+  if (others > 0) {
+    warnings->push_back(absl::StrFormat(
+        "%s lists %d shards; %d other .tar file%s beside them in %s %s not read (left by an "
+        "earlier pack? remove them, or name the shards you want)",
+        index, listed.size(), others, others == 1 ? "" : "s", dir, others == 1 ? "is" : "are"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern) {
@@ -140,6 +253,12 @@ absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::str
 
 absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::string> specs,
                                                        const SourceOptions& source) {
+  return ResolveShards(specs, source, nullptr);
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::string> specs,
+                                                       const SourceOptions& source,
+                                                       std::vector<std::string>* warnings) {
   std::vector<std::string> shards;
   for (const std::string& joined : specs) {
     for (absl::string_view spec : absl::StrSplit(joined, "::", absl::SkipEmpty())) {
@@ -153,8 +272,32 @@ absl::StatusOr<std::vector<std::string>> ResolveShards(absl::Span<const std::str
           }
           continue;
         }
+        // A shardloader index: the shards it lists.
+        if (absl::EndsWith(name, ".json")) {
+          SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> listed, ReadIndex(name, source));
+          if (IsLocal(name)) {
+            const std::string dir = std::filesystem::path(name).parent_path().string();
+            SHARDLOADER_RETURN_IF_ERROR(
+                WarnAboutOthers(dir.empty() ? "." : dir, name, listed, warnings));
+          }
+          for (std::string& shard : listed) shards.push_back(std::move(shard));
+          continue;
+        }
         std::error_code error;
-        if (name.find("://") == std::string::npos && std::filesystem::is_directory(name, error)) {
+        if (IsLocal(name) && std::filesystem::is_directory(name, error)) {
+          // A folder written by pack: read as written, through its index.
+          const std::string index = (std::filesystem::path(name) / kIndexName).string();
+          std::optional<std::vector<std::string>> indexed;
+          if (std::filesystem::is_regular_file(index, error)) {
+            SHARDLOADER_ASSIGN_OR_RETURN(const std::string content, ReadWholeSource(index, source));
+            SHARDLOADER_ASSIGN_OR_RETURN(indexed, ParseIndex(content, index));
+          }
+          if (indexed.has_value()) {
+            SHARDLOADER_RETURN_IF_ERROR(CheckListedExist(*indexed, index));
+            SHARDLOADER_RETURN_IF_ERROR(WarnAboutOthers(name, index, *indexed, warnings));
+            for (std::string& shard : *indexed) shards.push_back(std::move(shard));
+            continue;
+          }
           SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListDirectory(name));
           for (std::string& shard : listed) shards.push_back(std::move(shard));
         } else {

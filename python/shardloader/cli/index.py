@@ -12,16 +12,25 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import sys
+
 from .. import _core
 from ..errors import ShardloaderError
+from .common import resolve_specs
 
 
-def index_shards(specs: list[str], *, threads: int = 4, out=print) -> int:
+def _error_line(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def index_shards(specs: list[str], *, threads: int = 4, out=print,
+                 err=_error_line) -> int:
     """Writes the index file of every shard ``specs`` resolve to (paths,
-    brace patterns, directories, ``s3://`` prefixes). Returns 0 if all were
-    indexed, 1 otherwise (each failure is printed with its shard, offset
-    and key)."""
-    shards = _core.resolve_shards(specs)
+    brace patterns, directories, ``s3://`` prefixes: as Loader takes them).
+    Returns 0 if all were indexed, 1 otherwise (each failure goes to
+    ``err`` in one line, with its shard, offset and key)."""
+    shards = resolve_specs(specs, quiet=out is None)
+    out = out or (lambda text: None)
 
     def index(uri: str):
         try:
@@ -36,20 +45,24 @@ def index_shards(specs: list[str], *, threads: int = 4, out=print) -> int:
             if error is None:
                 out(f"{uri}: {count} samples")
             else:
-                out(f"{uri}: not indexed: {error}")
+                err(" ".join(f"{uri}: not indexed: {error}".split()))
                 failed += 1
     out(f"indexed {len(shards) - failed} of {len(shards)} shards")
     return 1 if failed else 0
 
 
 def _run(args) -> int:
-    return index_shards(args.shards, threads=args.threads)
+    return index_shards(args.shards, threads=args.threads,
+                        out=None if getattr(args, "quiet", False) else print)
 
 
 def register(commands) -> None:
     parser = commands.add_parser(
         "index", help="write sample indexes (.idx) for existing shards")
-    parser.add_argument("shards", nargs="+", help="shard path(s), patterns or directories")
+    parser.add_argument("shards", nargs="+",
+                        help="shards as Loader takes them: paths, brace patterns "
+                             "('train-{000000..000127}.tar'), folders, index.json, "
+                             "'a.tar::b.tar', s3:// prefixes")
     parser.add_argument("--threads", type=int, default=4,
                         help="shards indexed at once (default 4)")
     parser.set_defaults(run=_run)

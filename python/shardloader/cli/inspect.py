@@ -1,25 +1,33 @@
-"""``shardloader inspect SHARD``: list a shard's samples and validate it."""
+"""``shardloader inspect SHARDS...``: list shards' samples and validate them."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 
 from .. import _core
-from ..errors import ShardloaderError
+from ..errors import NotFoundError, ShardloaderError
+from .common import resolve_specs
 
 
-def inspect_shard(uri: str, *, limit: int = 10, out=print) -> int:
+def _error_line(text: str) -> None:
+    print(" ".join(text.split()), file=sys.stderr)
+
+
+def inspect_shard(uri: str, *, limit: int = 10, out=print, err=_error_line) -> int:
     """Reads every sample of the shard at ``uri``, printing the first
-    ``limit`` (index, byte offset, key, field sizes) and a summary.
+    ``limit`` (index, byte offset, key, field sizes) and a summary to
+    ``out`` (None: nothing).
 
     Returns 0 if the whole shard is valid, 1 otherwise (the error, with its
-    byte offset, is printed)."""
+    byte offset, goes to ``err`` in one line)."""
+    out = out or (lambda text: None)
     count = 0
     total_bytes = 0
     fields: Counter[str] = Counter()
-    out(f"{'index':>7} {'offset':>12}  key  fields")
     try:
         reader = _core.SampleReader(uri, True)
+        out(f"{'index':>7} {'offset':>12}  key  fields")
         while (sample := reader.next()) is not None:
             key, offset, index, data = sample
             if count < limit:
@@ -28,8 +36,11 @@ def inspect_shard(uri: str, *, limit: int = 10, out=print) -> int:
             count += 1
             fields.update(data.keys())
             total_bytes += sum(len(v) for v in data.values())
+    except NotFoundError as error:
+        err(f"{uri}: not found ({error}): check the path")
+        return 1
     except ShardloaderError as error:
-        out(f"{uri}: error after {count} samples: {error}")
+        err(f"{uri}: invalid after {count} samples: {error}")
         return 1
     if count > limit:
         out(f"    ... {count - limit} more")
@@ -39,15 +50,34 @@ def inspect_shard(uri: str, *, limit: int = 10, out=print) -> int:
 
 
 def _run(args) -> int:
+    quiet = getattr(args, "quiet", False)
     status = 0
-    for shard in args.shards:
-        status |= inspect_shard(shard, limit=args.limit)
+    for shard in resolve_specs(args.shards, quiet=quiet):
+        status |= inspect_shard(shard, limit=args.limit, out=None if quiet else print)
     return status
 
 
+def _non_negative(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
 def register(commands) -> None:
-    parser = commands.add_parser("inspect", help="list and validate shards")
-    parser.add_argument("shards", nargs="+", help="shard path(s)")
-    parser.add_argument("--limit", type=int, default=10,
+    parser = commands.add_parser(
+        "inspect", help="list and validate shards",
+        description="Reads every sample of each shard, lists the first few "
+                    "and says whether the shard is valid (exit 1 if one is not).")
+    parser.add_argument("shards", nargs="+",
+                        help="shards as Loader takes them: paths, brace patterns "
+                             "('train-{000000..000127}.tar'), folders, index.json, "
+                             "'a.tar::b.tar', s3:// prefixes")
+    parser.add_argument("--limit", type=_non_negative, default=10,
                         help="samples to list per shard (default 10)")
     parser.set_defaults(run=_run)

@@ -1,5 +1,6 @@
 #include "shardloader/plan/shard_list.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "gmock/gmock.h"
@@ -10,6 +11,7 @@ namespace shardloader {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 TEST(ExpandBracesTest, NumericRangeKeepsZeroPadding) {
   absl::StatusOr<std::vector<std::string>> names = ExpandBraces("train-{000008..000011}.tar");
@@ -58,6 +60,75 @@ TEST(ResolveShardsTest, EmptyListIsAnError) {
   EXPECT_EQ(ResolveShards({}).status().code(), absl::StatusCode::kInvalidArgument);
   testing::TempDir empty;
   EXPECT_EQ(ResolveShards({empty.path()}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A folder as `shardloader pack` leaves it after packing twice: the shards of
+// the second pack (listed in index.json, not in name order) and older ones.
+void WritePackedFolder(const testing::TempDir& dir) {
+  for (const char* name : {"t-000000.tar", "t-000001.tar", "t-000002.tar", "t-000003.tar"}) {
+    std::ofstream(dir.Join(name)) << "x";
+  }
+  std::ofstream(dir.Join("index.json")) << R"({"format": "shardloader-index", "version": 1,
+    "num_samples": 3, "shards": [
+      {"url": "t-000001.tar", "num_samples": 2, "size_bytes": 1, "sha256": ""},
+      {"url": "t-000000.tar", "num_samples": 1, "size_bytes": 1, "sha256": ""}]})";
+}
+
+TEST(ResolveShardsTest, FolderWithIndexJsonReadsTheListedShardsAndWarnsAboutOthers) {
+  testing::TempDir dir;
+  WritePackedFolder(dir);
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::vector<std::string>> shards =
+      ResolveShards({dir.path()}, SourceOptions(), &warnings);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_THAT(*shards, ElementsAre(dir.Join("t-000001.tar"), dir.Join("t-000000.tar")));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("2 other .tar files"));
+  EXPECT_THAT(warnings[0], HasSubstr(dir.Join("index.json")));
+  // Without a warnings list the result is the same.
+  EXPECT_THAT(*ResolveShards({dir.path() + "/"}),
+              ElementsAre(dir.Join("t-000001.tar"), dir.Join("t-000000.tar")));
+}
+
+TEST(ResolveShardsTest, IndexJsonPathListsItsShards) {
+  testing::TempDir dir;
+  WritePackedFolder(dir);
+  std::vector<std::string> warnings;
+  absl::StatusOr<std::vector<std::string>> shards =
+      ResolveShards({dir.Join("index.json")}, SourceOptions(), &warnings);
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  EXPECT_THAT(*shards, ElementsAre(dir.Join("t-000001.tar"), dir.Join("t-000000.tar")));
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+TEST(ResolveShardsTest, FolderWithoutOthersGivesNoWarning) {
+  testing::TempDir dir;
+  WritePackedFolder(dir);
+  std::filesystem::remove(dir.Join("t-000002.tar"));
+  std::filesystem::remove(dir.Join("t-000003.tar"));
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ResolveShards({dir.path()}, SourceOptions(), &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(ResolveShardsTest, ForeignIndexJsonInAFolderIsIgnoredButNamedOneIsAnError) {
+  testing::TempDir dir;
+  for (const char* name : {"b.tar", "a.tar"}) std::ofstream(dir.Join(name)) << "x";
+  std::ofstream(dir.Join("index.json")) << R"({"files": ["a.tar"]})";
+  EXPECT_THAT(*ResolveShards({dir.path()}), ElementsAre(dir.Join("a.tar"), dir.Join("b.tar")));
+  const absl::Status named = ResolveShards({dir.Join("index.json")}).status();
+  EXPECT_EQ(named.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(named.message(), HasSubstr(dir.Join("index.json")));
+}
+
+TEST(ResolveShardsTest, IndexListingAMissingShardIsNotFoundNamingIt) {
+  testing::TempDir dir;
+  WritePackedFolder(dir);
+  std::filesystem::remove(dir.Join("t-000001.tar"));
+  const absl::Status status = ResolveShards({dir.path()}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(status.message(), HasSubstr(dir.Join("t-000001.tar")));
+  EXPECT_EQ(ResolveShards({dir.Join("missing.json")}).status().code(), absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 //
 // The input is the index text, then optionally "\n#shard\n" and the shard's
 // bytes. The text is parsed; a parsed index is bounds-checked against the
-// shard, formatted and parsed again (it must round-trip), and then up to 64
+// shard, formatted and parsed again, and then up to 64
 // of its samples are read with ReadIndexedSample from a MemoryRandomAccess
 // (the memory-mapped path, views) and from the same bytes without mapped()
 // (the copying path), with every field and with only "jpg" wanted. The
@@ -53,10 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<shardloader::ShardIndex> index = shardloader::ParseShardIndex(text, "fuzz.idx");
   if (!index.ok()) return 0;
 
-  const std::string again_text = shardloader::FormatShardIndex(*index);
-  absl::StatusOr<shardloader::ShardIndex> again =
-      shardloader::ParseShardIndex(again_text, "fuzz.idx");
-  if (!again.ok() || again->num_samples() != index->num_samples()) std::abort();
+  // A hostile index need not round-trip (an extension "/x" names no member
+  // the scanner could find); sample_reader_fuzzer checks the scanner's.
+  (void)shardloader::ParseShardIndex(shardloader::FormatShardIndex(*index), "fuzz.idx");
 
   auto mapped =
       std::make_shared<const shardloader::MemoryRandomAccess>("fuzz.tar", std::string(shard_bytes));

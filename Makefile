@@ -5,7 +5,8 @@ PYTHON ?= python3
 BUILD_DIR ?= build/cpp
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps cpp check-includes format test-cpp install test-python test demo bench-micro bench clean
+.PHONY: all deps cpp check-includes format test-cpp install test-python test demo bench-micro bench clean \
+	fuzz-build fuzz test-fuzz-corpus
 
 all: install
 
@@ -22,7 +23,7 @@ check-includes:
 
 # Rewrites the C++ sources in .clang-format's style (tests/python/test_format.py checks it).
 format:
-	find cpp bindings tests/cpp benchmarks cmake -name '*.h' -o -name '*.cc' | xargs clang-format -i
+	find cpp bindings tests/cpp tests/fuzz benchmarks cmake -name '*.h' -o -name '*.cc' | xargs clang-format -i
 
 test-cpp: cpp
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
@@ -33,7 +34,47 @@ install: deps
 test-python: install
 	$(PYTHON) -m pytest -q tests/python
 
-test: check-includes test-cpp test-python
+test: check-includes test-cpp test-fuzz-corpus test-python
+
+# libFuzzer targets (tests/fuzz/README.md): a clang build with ASan + UBSan
+# in a directory of its own; the library is instrumented too.
+FUZZ_DIR ?= build/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_MAX_LEN ?= 65536
+FUZZERS = $(sort $(basename $(notdir $(wildcard tests/fuzz/*_fuzzer.cc))))
+
+fuzz-build: deps
+	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++ -DSHARDLOADER_BUILD_FUZZERS=ON \
+	  -DSHARDLOADER_BUILD_TESTS=OFF -DSHARDLOADER_INSTALL=OFF
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+
+# Every target over its committed seeds only (seconds), so a fixed crash
+# stays fixed.
+test-fuzz-corpus: fuzz-build
+	@for fuzzer in $(FUZZERS); do \
+	  name=$${fuzzer%_fuzzer}; echo "fuzz corpus: $$name"; \
+	  $(FUZZ_DIR)/$$fuzzer -timeout=10 -rss_limit_mb=2048 tests/fuzz/corpus/$$name/* \
+	    > $(FUZZ_DIR)/$$name-corpus.log 2>&1 \
+	    || { tail -n 60 $(FUZZ_DIR)/$$name-corpus.log; exit 1; }; \
+	done
+
+# Each target for FUZZ_SECONDS, one after another, on a scratch copy of its
+# seeds ($(FUZZ_DIR)/corpus/<name>, kept between runs); fails on any crash,
+# leak, timeout or out-of-memory, leaving the input in $(FUZZ_DIR)/artifacts/.
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/artifacts
+	@for fuzzer in $(FUZZERS); do \
+	  name=$${fuzzer%_fuzzer}; echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$name; \
+	  cp -n tests/fuzz/corpus/$$name/* $(FUZZ_DIR)/corpus/$$name/; \
+	  $(FUZZ_DIR)/$$fuzzer $(FUZZ_DIR)/corpus/$$name -max_total_time=$(FUZZ_SECONDS) \
+	    -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- > $(FUZZ_DIR)/$$name-fuzz.log 2>&1 \
+	    || { tail -n 80 $(FUZZ_DIR)/$$name-fuzz.log; exit 1; }; \
+	  grep -E '^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|cov:' \
+	    $(FUZZ_DIR)/$$name-fuzz.log | tail -n 1; \
+	done
 
 demo: install
 	shardloader demo

@@ -11,6 +11,8 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev nlohmann-json3-dev
   tar nginx openssl clang-format
+  # make fuzz / make test-fuzz-corpus: libFuzzer and the sanitizers runtimes.
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-FOLDERS = ("cpp", "bindings", "tests/cpp", "benchmarks", "cmake")
+FOLDERS = ("cpp", "bindings", "tests/cpp", "tests/fuzz", "benchmarks", "cmake")
 
 
 def cxx_sources():

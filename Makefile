@@ -70,7 +70,9 @@ fuzz: fuzz-build
 	  cp -n tests/fuzz/corpus/$$name/* $(FUZZ_DIR)/corpus/$$name/; \
 	  $(FUZZ_DIR)/$$fuzzer $(FUZZ_DIR)/corpus/$$name -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- > $(FUZZ_DIR)/$$name-fuzz.log 2>&1 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- \
+	    $$(test -f tests/fuzz/$$name.dict && echo -dict=tests/fuzz/$$name.dict) \
+	    > $(FUZZ_DIR)/$$name-fuzz.log 2>&1 \
 	    || { tail -n 80 $(FUZZ_DIR)/$$name-fuzz.log; exit 1; }; \
 	  grep -E '^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|cov:' \
 	    $(FUZZ_DIR)/$$name-fuzz.log | tail -n 1; \

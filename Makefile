@@ -67,7 +67,7 @@ fuzz: fuzz-build
 	@for fuzzer in $(FUZZERS); do \
 	  name=$${fuzzer%_fuzzer}; echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$name; \
-	  cp -n tests/fuzz/corpus/$$name/* $(FUZZ_DIR)/corpus/$$name/; \
+	  cp -n tests/fuzz/corpus/$$name/* $(FUZZ_DIR)/corpus/$$name/ 2>/dev/null || true; \
 	  $(FUZZ_DIR)/$$fuzzer $(FUZZ_DIR)/corpus/$$name -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- \

@@ -74,8 +74,8 @@ fuzz: fuzz-build
 	    $$(test -f tests/fuzz/$$name.dict && echo -dict=tests/fuzz/$$name.dict) \
 	    > $(FUZZ_DIR)/$$name-fuzz.log 2>&1 \
 	    || { tail -n 80 $(FUZZ_DIR)/$$name-fuzz.log; exit 1; }; \
-	  grep -E '^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|cov:' \
-	    $(FUZZ_DIR)/$$name-fuzz.log | tail -n 1; \
+	  grep -E '^#[0-9]+.*DONE|stat::(number_of_executed_units|average_exec_per_sec)' \
+	    $(FUZZ_DIR)/$$name-fuzz.log; \
 	done
 
 demo: install

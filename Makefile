@@ -67,13 +67,15 @@ fuzz: fuzz-build
 	@for fuzzer in $(FUZZERS); do \
 	  name=$${fuzzer%_fuzzer}; echo "fuzz: $$name for $(FUZZ_SECONDS) s"; \
 	  mkdir -p $(FUZZ_DIR)/corpus/$$name; \
-	  cp -n tests/fuzz/corpus/$$name/* $(FUZZ_DIR)/corpus/$$name/; \
+	  cp -n tests/fuzz/corpus/$$name/* $(FUZZ_DIR)/corpus/$$name/ 2>/dev/null || true; \
 	  $(FUZZ_DIR)/$$fuzzer $(FUZZ_DIR)/corpus/$$name -max_total_time=$(FUZZ_SECONDS) \
 	    -max_len=$(FUZZ_MAX_LEN) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- > $(FUZZ_DIR)/$$name-fuzz.log 2>&1 \
+	    -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- \
+	    $$(test -f tests/fuzz/$$name.dict && echo -dict=tests/fuzz/$$name.dict) \
+	    > $(FUZZ_DIR)/$$name-fuzz.log 2>&1 \
 	    || { tail -n 80 $(FUZZ_DIR)/$$name-fuzz.log; exit 1; }; \
-	  grep -E '^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|cov:' \
-	    $(FUZZ_DIR)/$$name-fuzz.log | tail -n 1; \
+	  grep -E '^#[0-9]+.*DONE|stat::(number_of_executed_units|average_exec_per_sec)' \
+	    $(FUZZ_DIR)/$$name-fuzz.log; \
 	done
 
 demo: install

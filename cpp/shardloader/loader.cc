@@ -12,6 +12,7 @@
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/pipeline.h"
 #include "shardloader/engine/stats_counters.h"
+#include "shardloader/internal/fork_safety.h"
 #include "shardloader/plan/shard_list.h"
 #include "shardloader/status.h"
 
@@ -99,6 +100,9 @@ class Loader::Engine {
 };
 
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
+  // Before this Loader starts threads: a child forked while they run can
+  // then create a Loader of its own (internal/fork_safety.h).
+  internal_fork::InitForFork();
   SHARDLOADER_RETURN_IF_ERROR(Validate(options));
   if (!options.rank.has_value()) {
     SHARDLOADER_ASSIGN_OR_RETURN(std::optional<int> rank, EnvInt("RANK"));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -152,10 +153,50 @@ absl::Status Loader::CheckUsable() const {
   return absl::OkStatus();
 }
 
+struct Loader::Counting {
+  absl::Mutex mu;
+  std::optional<absl::StatusOr<std::vector<int64_t>>> result ABSL_GUARDED_BY(mu);
+
+  bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return result.has_value(); }
+};
+
+std::shared_ptr<Loader::Counting> Loader::StartedCounting() {
+  absl::MutexLock lock(&mu_);
+  if (counting_ == nullptr) {
+    counting_ = std::make_shared<Counting>();
+    // Counting reads index files or shard headers (once; the dataset keeps
+    // the counts), on a detached thread like the pipeline's own count: no
+    // lock is held across it, and nobody has to join it.
+    std::thread([counting = counting_, dataset = engine_->dataset] {
+      absl::StatusOr<std::vector<int64_t>> counts = dataset->Counts();
+      absl::MutexLock lock(&counting->mu);
+      counting->result = std::move(counts);
+    }).detach();
+  }
+  return counting_;
+}
+
+bool Loader::WaitCounted(absl::Duration timeout) {
+  const std::shared_ptr<Counting> counting = StartedCounting();
+  absl::MutexLock lock(&counting->mu);
+  return counting->mu.AwaitWithTimeout(absl::Condition(counting.get(), &Counting::Done), timeout);
+}
+
 absl::StatusOr<std::vector<int64_t>> Loader::Counts() {
-  // Counting reads index files or shard headers (once; the dataset keeps
-  // the counts): no lock is held across it.
-  return engine_->dataset->Counts();
+  const std::shared_ptr<Counting> counting = StartedCounting();
+  absl::StatusOr<std::vector<int64_t>> counts;
+  {
+    absl::MutexLock lock(&counting->mu);
+    counting->mu.Await(absl::Condition(counting.get(), &Counting::Done));
+    counts = *counting->result;
+  }
+  if (!counts.ok()) {
+    // The error may be transient (a network failure): the next call counts
+    // again.
+    absl::MutexLock lock(&mu_);
+    if (counting_ == counting) counting_ = nullptr;
+  }
+  return counts;
 }
 
 absl::StatusOr<RankSchedule> Loader::Schedule() {

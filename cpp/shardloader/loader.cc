@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -80,6 +81,18 @@ absl::Status Validate(const LoaderOptions& options) {
   return absl::OkStatus();
 }
 
+// TBB's process-wide state (its scheduler, worker threads and their spin
+// locks) belongs to the process that first started a Loader here. A child
+// forked from it inherits that state mid-flight: locks copied held, workers
+// that do not exist there (arena initialisation then spins for ever, or
+// crashes). Such a child decodes on plain threads instead.
+bool TbbUsableHere() {
+  static std::atomic<pid_t> owner{0};
+  pid_t expected = 0;
+  const pid_t self = ::getpid();
+  return owner.compare_exchange_strong(expected, self) || expected == self;
+}
+
 }  // namespace
 
 // What runs: the decode arena, the batch pool and the current epoch.
@@ -92,7 +105,8 @@ class Loader::Engine {
         dataset(std::make_shared<internal_pipeline::Dataset>(std::move(shards), std::move(options),
                                                              stats)) {}
 
-  tbb::task_arena arena;
+  tbb::task_arena arena;  // initialised on first use, if at all
+  tbb::task_arena* const usable_arena = TbbUsableHere() ? &arena : nullptr;
   std::shared_ptr<internal_batch::BatchPool> pool;
   std::shared_ptr<internal_stats::StatsCounters> stats =
       std::make_shared<internal_stats::StatsCounters>();
@@ -235,7 +249,7 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
           .schedule = ReaderSchedule(),
           .stats = engine_->stats,
       },
-      engine_->pool, &engine_->arena);
+      engine_->pool, engine_->usable_arena);
   return engine_->pipeline;
 }
 

@@ -92,8 +92,7 @@ TensorView MakeView(DType dtype, std::vector<int64_t> shape, uint8_t* data) {
 absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
                                     absl::Span<const absl::Status> read_errors,
                                     std::shared_ptr<BatchSlot> slot, tbb::task_arena* arena,
-                                    int num_threads, const OrderOptions& order,
-                                    ReplaceFn replace) {
+                                    int num_threads, const OrderOptions& order, ReplaceFn replace) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
     if (fields[f].ragged()) continue;

@@ -34,6 +34,9 @@ FORK_SCRIPT = textwrap.dedent("""
     shards = sys.argv[3:]
     kwargs = dict(batch_size=4, shuffle=True, seed=3, num_threads=2,
                   num_io_threads=4, prefetch_batches=4)
+    if os.environ.get("FORK_TEST_CACHE_DIR"):
+        kwargs["source"] = sl._core.SourceOptions()
+        kwargs["source"].cache_dir = os.environ["FORK_TEST_CACHE_DIR"]
     if shards[0].startswith("http"):
         fields = {"cls": sl.Int("cls"), "raw": sl.Bytes("bin")}
         label = lambda key: int(key[len("sample"):]) % 10
@@ -108,11 +111,14 @@ FORK_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _run_forks(shards: list[str], forks: int) -> None:
+def _run_forks(shards: list[str], forks: int, cache_dir: Path | None = None) -> None:
+    env = dict(os.environ)
+    if cache_dir is not None:
+        env["FORK_TEST_CACHE_DIR"] = str(cache_dir)
     try:
         result = subprocess.run(
             [sys.executable, "-c", FORK_SCRIPT, str(forks), str(CHILD_TIMEOUT_S), *shards],
-            capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+            capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
     except subprocess.TimeoutExpired as error:
         pytest.fail(f"the forking parent itself did not finish in {RUN_TIMEOUT_S} s\n"
                     f"stdout: {error.stdout!r}\nstderr: {error.stderr!r}")
@@ -133,9 +139,12 @@ def test_children_forked_while_parent_iterates(fork_shards, run):
     _run_forks(fork_shards, forks=50)
 
 
-def test_remote_children_forked_while_parent_iterates(tmp_path_factory):
+@pytest.mark.parametrize("cached", [False, True], ids=["uncached", "cached"])
+def test_remote_children_forked_while_parent_iterates(tmp_path_factory, cached):
     """The same over HTTP: the child cannot reuse the parent's libcurl
-    transport (its event-loop thread exists only in the parent)."""
+    transport (its event-loop thread exists only in the parent). Through the
+    shard cache, a child forked while the parent holds a cache entry's
+    flock(2) must not keep that lock (it shares the open file)."""
     from remote_servers import Nginx
     from test_remote import write_shards
 
@@ -144,6 +153,7 @@ def test_remote_children_forked_while_parent_iterates(tmp_path_factory):
     paths = write_shards(root / "data")
     server = Nginx(root / "data", tmp_path_factory.mktemp("fork-nginx"))
     try:
-        _run_forks([f"{server.url}/{Path(p).name}" for p in paths], forks=10)
+        _run_forks([f"{server.url}/{Path(p).name}" for p in paths], forks=20,
+                   cache_dir=tmp_path_factory.mktemp("fork-cache") if cached else None)
     finally:
         server.close()

@@ -18,10 +18,24 @@
 #ifndef SHARDLOADER_INTERNAL_FORK_SAFETY_H_
 #define SHARDLOADER_INTERNAL_FORK_SAFETY_H_
 
+#include <new>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
 namespace shardloader::internal_fork {
 
 // Call before starting threads (Loader::Create does).
 void InitForFork();
+
+// For a pthread_atfork() child handler: makes `mu`, which the prepare
+// handler locked, a fresh unlocked Mutex. Unlock() would not do: waiters
+// the parent had queued on it are threads the child does not have, and
+// they stay queued (one may be the designated waker), which can leave
+// the Mutex unusable. The old state is abandoned, not destroyed.
+inline void ResetMutexInChild(absl::Mutex& mu) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  new (&mu) absl::Mutex(absl::kConstInit);
+}
 
 }  // namespace shardloader::internal_fork
 

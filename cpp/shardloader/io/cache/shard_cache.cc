@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "shardloader/internal/fork_safety.h"
 #include "shardloader/internal/sha256.h"
 #include "shardloader/io/local/local_random_access.h"
 #include "shardloader/io/read_range.h"
@@ -295,7 +296,9 @@ void ForgetInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   Prefetching().clear();
   for (int fd : LockFiles()) ::close(fd);
   LockFiles().clear();
-  UnlockAllInParent();
+  internal_fork::ResetMutexInChild(prefetch_mu);
+  internal_fork::ResetMutexInChild(verified_mu);
+  internal_fork::ResetMutexInChild(lock_files_mu);
 }
 [[maybe_unused]] const bool fork_handlers =
     pthread_atfork(&LockAllForFork, &UnlockAllInParent, &ForgetInChild) == 0;

@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "shardloader/internal/fork_safety.h"
 
 namespace shardloader {
 namespace {
@@ -220,7 +221,7 @@ void LockShared() ABSL_NO_THREAD_SAFETY_ANALYSIS { shared_mu.Lock(); }
 void UnlockShared() ABSL_NO_THREAD_SAFETY_ANALYSIS { shared_mu.Unlock(); }
 void ForgetSharedInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
   shared_transport = nullptr;  // never freed: the parent's threads own its state
-  shared_mu.Unlock();
+  internal_fork::ResetMutexInChild(shared_mu);
 }
 
 }  // namespace

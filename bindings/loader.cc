@@ -1,5 +1,6 @@
-// LoaderOptions and Loader. Every wait releases the GIL and wakes every
-// 100 ms to let Python handle signals, so Ctrl-C stops a blocked iteration.
+// LoaderOptions and Loader. Every wait releases the GIL (CallWithoutGil,
+// status.h) and wakes every 100 ms to let Python handle signals, so Ctrl-C
+// stops a blocked iteration, count or state.
 #include "shardloader/loader.h"
 
 #include <pybind11/pybind11.h>
@@ -21,10 +22,10 @@ py::object NextBatch(Loader& loader) {
   // One GIL release per batch: wait and take the batch in the same window.
   std::optional<absl::StatusOr<std::optional<Batch>>> result;
   while (!result.has_value()) {
-    {
-      py::gil_scoped_release release;
-      if (loader.WaitReady(kSignalPollInterval)) result = loader.Next();
-    }
+    result = CallWithoutGil([&]() -> std::optional<absl::StatusOr<std::optional<Batch>>> {
+      if (loader.WaitReady(kSignalPollInterval)) return loader.Next();
+      return std::nullopt;
+    });
     if (!result.has_value() && PyErr_CheckSignals() != 0) {
       throw py::error_already_set();
     }
@@ -32,6 +33,21 @@ py::object NextBatch(Loader& loader) {
   std::optional<Batch> value = Unwrap(*std::move(result));
   if (!value.has_value()) return py::none();
   return BatchToPython(*value);
+}
+
+// Waits until the loader's samples are counted (or counting failed), so
+// that what follows does not block; Ctrl-C interrupts the wait.
+void WaitCounted(Loader& loader) {
+  while (!CallWithoutGil([&] { return loader.WaitCounted(kSignalPollInterval); })) {
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+// Calls fn(), a method that needs the sample counts, once they are known.
+template <typename Fn>
+auto Counted(Loader& loader, Fn&& fn) {
+  WaitCounted(loader);
+  return WithoutGil(std::forward<Fn>(fn));
 }
 
 // Joining the loader's threads may wait for a batch being decoded: let
@@ -117,23 +133,25 @@ void RegisterLoader(py::module_& m) {
            }),
            py::arg("options"))
       .def("next", &NextBatch)
-      .def("set_epoch", &Loader::SetEpoch, py::arg("epoch"),
-           py::call_guard<py::gil_scoped_release>())
-      .def("restart", &Loader::Restart, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "set_epoch",
+          [](Loader& loader, int64_t epoch) { CallWithoutGil([&] { loader.SetEpoch(epoch); }); },
+          py::arg("epoch"))
+      .def("restart", [](Loader& loader) { CallWithoutGil([&] { loader.Restart(); }); })
       .def_property_readonly("epoch", &Loader::epoch)
       .def("num_samples",
-           [](Loader& loader) { return WithoutGil([&] { return loader.NumSamples(); }); })
+           [](Loader& loader) { return Counted(loader, [&] { return loader.NumSamples(); }); })
       .def("num_batches",
-           [](Loader& loader) { return WithoutGil([&] { return loader.NumBatches(); }); })
-      .def("state", [](Loader& loader) { return WithoutGil([&] { return loader.State(); }); })
+           [](Loader& loader) { return Counted(loader, [&] { return loader.NumBatches(); }); })
+      .def("state", [](Loader& loader) { return Counted(loader, [&] { return loader.State(); }); })
       .def(
           "resume",
           [](Loader& loader, const LoaderState& state) {
-            WithoutGil([&] { return loader.Resume(state); });
+            Counted(loader, [&] { return loader.Resume(state); });
           },
           py::arg("state"))
       .def("stats", &Loader::Stats)
-      .def("close", &Loader::Close, py::call_guard<py::gil_scoped_release>())
+      .def("close", [](Loader& loader) { CallWithoutGil([&] { loader.Close(); }); })
       .def_property_readonly("shards", &Loader::shards)
       .def_property_readonly("shard_warnings", &Loader::shard_warnings)
       .def_property_readonly("rank", [](const Loader& l) { return *l.options().rank; })

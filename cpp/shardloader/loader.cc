@@ -3,7 +3,9 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,7 @@
 #include "shardloader/engine/dataset.h"
 #include "shardloader/engine/pipeline.h"
 #include "shardloader/engine/stats_counters.h"
+#include "shardloader/internal/fork_safety.h"
 #include "shardloader/plan/shard_list.h"
 #include "shardloader/status.h"
 
@@ -78,6 +81,18 @@ absl::Status Validate(const LoaderOptions& options) {
   return absl::OkStatus();
 }
 
+// TBB's process-wide state (its scheduler, worker threads and their spin
+// locks) belongs to the process that first started a Loader here. A child
+// forked from it inherits that state mid-flight: locks copied held, workers
+// that do not exist there (arena initialisation then spins for ever, or
+// crashes). Such a child decodes on plain threads instead.
+bool TbbUsableHere() {
+  static std::atomic<pid_t> owner{0};
+  pid_t expected = 0;
+  const pid_t self = ::getpid();
+  return owner.compare_exchange_strong(expected, self) || expected == self;
+}
+
 }  // namespace
 
 // What runs: the decode arena, the batch pool and the current epoch.
@@ -90,7 +105,8 @@ class Loader::Engine {
         dataset(std::make_shared<internal_pipeline::Dataset>(std::move(shards), std::move(options),
                                                              stats)) {}
 
-  tbb::task_arena arena;
+  tbb::task_arena arena;  // initialised on first use, if at all
+  tbb::task_arena* const usable_arena = TbbUsableHere() ? &arena : nullptr;
   std::shared_ptr<internal_batch::BatchPool> pool;
   std::shared_ptr<internal_stats::StatsCounters> stats =
       std::make_shared<internal_stats::StatsCounters>();
@@ -99,6 +115,9 @@ class Loader::Engine {
 };
 
 absl::StatusOr<std::unique_ptr<Loader>> Loader::Create(LoaderOptions options) {
+  // Before this Loader starts threads: a child forked while they run can
+  // then create a Loader of its own (internal/fork_safety.h).
+  internal_fork::InitForFork();
   SHARDLOADER_RETURN_IF_ERROR(Validate(options));
   if (!options.rank.has_value()) {
     SHARDLOADER_ASSIGN_OR_RETURN(std::optional<int> rank, EnvInt("RANK"));
@@ -151,10 +170,50 @@ absl::Status Loader::CheckUsable() const {
   return absl::OkStatus();
 }
 
+struct Loader::Counting {
+  absl::Mutex mu;
+  std::optional<absl::StatusOr<std::vector<int64_t>>> result ABSL_GUARDED_BY(mu);
+
+  bool Done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return result.has_value(); }
+};
+
+std::shared_ptr<Loader::Counting> Loader::StartedCounting() {
+  absl::MutexLock lock(&mu_);
+  if (counting_ == nullptr) {
+    counting_ = std::make_shared<Counting>();
+    // Counting reads index files or shard headers (once; the dataset keeps
+    // the counts), on a detached thread like the pipeline's own count: no
+    // lock is held across it, and nobody has to join it.
+    std::thread([counting = counting_, dataset = engine_->dataset] {
+      absl::StatusOr<std::vector<int64_t>> counts = dataset->Counts();
+      absl::MutexLock lock(&counting->mu);
+      counting->result = std::move(counts);
+    }).detach();
+  }
+  return counting_;
+}
+
+bool Loader::WaitCounted(absl::Duration timeout) {
+  const std::shared_ptr<Counting> counting = StartedCounting();
+  absl::MutexLock lock(&counting->mu);
+  return counting->mu.AwaitWithTimeout(absl::Condition(counting.get(), &Counting::Done), timeout);
+}
+
 absl::StatusOr<std::vector<int64_t>> Loader::Counts() {
-  // Counting reads index files or shard headers (once; the dataset keeps
-  // the counts): no lock is held across it.
-  return engine_->dataset->Counts();
+  const std::shared_ptr<Counting> counting = StartedCounting();
+  absl::StatusOr<std::vector<int64_t>> counts;
+  {
+    absl::MutexLock lock(&counting->mu);
+    counting->mu.Await(absl::Condition(counting.get(), &Counting::Done));
+    counts = *counting->result;
+  }
+  if (!counts.ok()) {
+    // The error may be transient (a network failure): the next call counts
+    // again.
+    absl::MutexLock lock(&mu_);
+    if (counting_ == counting) counting_ = nullptr;
+  }
+  return counts;
 }
 
 absl::StatusOr<RankSchedule> Loader::Schedule() {
@@ -193,7 +252,7 @@ absl::StatusOr<std::shared_ptr<Pipeline>> Loader::StartedPipeline() {
           .schedule = ReaderSchedule(),
           .stats = engine_->stats,
       },
-      engine_->pool, &engine_->arena);
+      engine_->pool, engine_->usable_arena);
   return engine_->pipeline;
 }
 

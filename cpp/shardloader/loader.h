@@ -103,6 +103,13 @@ class Loader {
   absl::StatusOr<int64_t> NumSamples();
   absl::StatusOr<int64_t> NumBatches();
 
+  // Waits up to `timeout` until the samples are counted (or counting has
+  // failed), starting the count if need be: then NumSamples(), NumBatches(),
+  // State() and Resume() do not block. Counting runs on a detached thread,
+  // so callers stay responsive (e.g. to Ctrl-C) and a count that never
+  // returns (a hung mount) does not hold up exit.
+  bool WaitCounted(absl::Duration timeout);
+
   // The position after the batches Next() has returned in this epoch.
   // Errors: those of counting the samples.
   absl::StatusOr<LoaderState> State();
@@ -129,9 +136,12 @@ class Loader {
 
  private:
   class Engine;
+  struct Counting;  // a count in progress or done, shared with its thread
   Loader(LoaderOptions options, std::vector<std::string> shards);
-  // The sample counts of every shard (counted once, by the dataset).
+  // The sample counts of every shard (counted once, by the dataset; a
+  // failed count is tried again by the next call).
   absl::StatusOr<std::vector<int64_t>> Counts() ABSL_LOCKS_EXCLUDED(mu_);
+  std::shared_ptr<Counting> StartedCounting() ABSL_LOCKS_EXCLUDED(mu_);
   // This reader's schedule for the current epoch and start (counting the
   // samples first if need be).
   absl::StatusOr<RankSchedule> Schedule() ABSL_LOCKS_EXCLUDED(mu_);
@@ -158,6 +168,7 @@ class Loader {
   bool resumed_ ABSL_GUARDED_BY(mu_) = false;         // start_ came from Resume()
   int64_t batches_yielded_ ABSL_GUARDED_BY(mu_) = 0;  // by Next() since start_
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<Counting> counting_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shardloader

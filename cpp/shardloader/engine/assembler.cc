@@ -1,8 +1,12 @@
 #include "shardloader/engine/assembler.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,8 +91,8 @@ TensorView MakeView(DType dtype, std::vector<int64_t> shape, uint8_t* data) {
 
 absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
                                     absl::Span<const absl::Status> read_errors,
-                                    std::shared_ptr<BatchSlot> slot, tbb::task_arena& arena,
-                                    const OrderOptions& order, ReplaceFn replace) {
+                                    std::shared_ptr<BatchSlot> slot, tbb::task_arena* arena,
+                                    int num_threads, const OrderOptions& order, ReplaceFn replace) {
   const int64_t num_samples = static_cast<int64_t>(samples.size());
   for (size_t f = 0; f < fields.size(); ++f) {
     if (fields[f].ragged()) continue;
@@ -107,7 +111,20 @@ absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields, absl::Sp
   size_t first_error_row = std::numeric_limits<size_t>::max();
   absl::Status first_error;
   auto for_each_row = [&](auto&& body) {
-    arena.execute([&] {
+    if (arena == nullptr) {
+      // No TBB in this process (a forked child: see Pipeline): plain threads.
+      std::atomic<size_t> next{0};
+      auto work = [&] {
+        for (size_t row = next++; row < samples.size(); row = next++) body(row);
+      };
+      std::vector<std::thread> threads;
+      const size_t wanted = std::min<size_t>(std::max(1, num_threads), samples.size());
+      for (size_t t = 1; t < wanted; ++t) threads.emplace_back(work);
+      work();
+      for (std::thread& thread : threads) thread.join();
+      return;
+    }
+    arena->execute([&] {
       tbb::parallel_for(tbb::blocked_range<size_t>(0, samples.size()),
                         [&](const tbb::blocked_range<size_t>& rows) {
                           for (size_t row = rows.begin(); row != rows.end(); ++row) {

@@ -1,6 +1,7 @@
 // Batch assembly: decodes a batch's samples straight into a pool slot.
 //
-// Samples are decoded in parallel in the loader's TBB arena. Fixed-shape
+// Samples are decoded in parallel in the loader's TBB arena (or, where TBB
+// cannot be used, on `num_threads` plain threads). Fixed-shape
 // fields (int, npy, image) go to row i of one contiguous (B, ...) tensor;
 // ragged fields (bytes, text) are concatenated with int64 offsets, laid out
 // once every row has been decoded. A sample that could not be read or
@@ -44,8 +45,8 @@ using ReplaceFn = absl::FunctionRef<absl::Status(size_t row, const absl::Status&
 absl::StatusOr<Batch> AssembleBatch(absl::Span<const FieldSpec> fields, absl::Span<Sample> samples,
                                     absl::Span<const absl::Status> read_errors,
                                     std::shared_ptr<internal_batch::BatchSlot> slot,
-                                    tbb::task_arena& arena, const OrderOptions& order,
-                                    ReplaceFn replace);
+                                    tbb::task_arena* arena, int num_threads,
+                                    const OrderOptions& order, ReplaceFn replace);
 
 }  // namespace shardloader::internal_pipeline
 

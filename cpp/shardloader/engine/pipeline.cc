@@ -142,7 +142,10 @@ void Pipeline::Assemble() {
       internal_stats::ScopedTimer timer(config_.stats->decode_busy_ns);
       batch = AssembleBatch(
           config_.options->fields, absl::MakeSpan(read->samples), read->errors, pool_->Acquire(),
-          *arena_, order_, [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
+          arena_,
+          config_.options->num_threads > 0 ? config_.options->num_threads
+                                           : static_cast<int>(std::thread::hardware_concurrency()),
+          order_, [&](size_t row, const absl::Status& error, int* tries, Sample* sample) {
             return bad_samples_->Replace(read->positions[row], error, tries, sample);
           });
     }

@@ -53,7 +53,10 @@ struct PipelineConfig {
 
 class Pipeline {
  public:
-  // Starts the threads. `pool` and `arena` must outlive the pipeline.
+  // Starts the threads. `pool` and `arena` must outlive the pipeline; a null
+  // `arena` decodes on plain threads (a process forked from one whose TBB
+  // threads ran cannot use TBB: its locks may be copied held, its workers
+  // are not there).
   Pipeline(PipelineConfig config, std::shared_ptr<internal_batch::BatchPool> pool,
            tbb::task_arena* arena);
   ~Pipeline();

@@ -1,6 +1,9 @@
 #include "shardloader/internal/cuda_host.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+
+#include <atomic>
 
 #include "absl/base/call_once.h"
 
@@ -36,11 +39,27 @@ const CudaHost* CudaHost::Load() {
   return nullptr;
 }
 
+namespace {
+
+absl::once_flag load_once;
+const CudaHost* loaded = nullptr;
+std::atomic<bool> load_started{false};
+
+// fork(): a child must not inherit load_once mid-way (held, by a thread the
+// child does not have, it would wait for ever), so a fork waits for a
+// lookup in progress. One never started is not started here.
+void FinishLoadBeforeFork() {
+  if (load_started.load()) (void)CudaHost::Get();
+}
+[[maybe_unused]] const bool fork_handler_registered =
+    pthread_atfork(&FinishLoadBeforeFork, nullptr, nullptr) == 0;
+
+}  // namespace
+
 const CudaHost* CudaHost::Get() {
-  static absl::once_flag once;
-  static const CudaHost* host = nullptr;
-  absl::call_once(once, [] { host = Load(); });
-  return host;
+  load_started.store(true);
+  absl::call_once(load_once, [] { loaded = Load(); });
+  return loaded;
 }
 
 bool CudaHost::Register(void* data, size_t size_bytes) const {

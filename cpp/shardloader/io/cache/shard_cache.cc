@@ -1,6 +1,7 @@
 #include "shardloader/io/cache/shard_cache.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
+#include "shardloader/internal/fork_safety.h"
 #include "shardloader/internal/sha256.h"
 #include "shardloader/io/local/local_random_access.h"
 #include "shardloader/io/read_range.h"
@@ -38,22 +40,42 @@ struct Meta {
   std::string sha256;  // hex
 };
 
+// The lock files this process has open. A child forked meanwhile shares
+// each one's open file description, and so its flock(2): the lock would
+// outlive the parent's close() for as long as the child lives, and the
+// child's own Loader would wait for it for ever. The child, which has none
+// of the threads that hold them, closes its copies (ForkHandlers below).
+absl::Mutex lock_files_mu(absl::kConstInit);
+absl::flat_hash_set<int>& LockFiles() ABSL_EXCLUSIVE_LOCKS_REQUIRED(lock_files_mu) {
+  static auto* fds = new absl::flat_hash_set<int>;
+  return *fds;
+}
+
 // Exclusive flock(2) on a lock file, held for the object's lifetime.
 class FileLock {
  public:
   static absl::StatusOr<std::unique_ptr<FileLock>> Acquire(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return WithContext(ErrnoToStatus(errno, "cannot open cache lock"), {.uri = path});
+    int fd = -1;
+    {
+      // Opened and recorded under lock_files_mu: no fork in between.
+      absl::MutexLock lock(&lock_files_mu);
+      fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) return WithContext(ErrnoToStatus(errno, "cannot open cache lock"), {.uri = path});
+      LockFiles().insert(fd);
+    }
+    auto file_lock = std::unique_ptr<FileLock>(new FileLock(fd));
     while (::flock(fd, LOCK_EX) != 0) {
       if (errno != EINTR) {
-        const int error = errno;
-        ::close(fd);
-        return WithContext(ErrnoToStatus(error, "cannot lock cache entry"), {.uri = path});
+        return WithContext(ErrnoToStatus(errno, "cannot lock cache entry"), {.uri = path});
       }
     }
-    return std::unique_ptr<FileLock>(new FileLock(fd));
+    return file_lock;
   }
-  ~FileLock() { ::close(fd_); }  // closing releases the lock
+  ~FileLock() {
+    absl::MutexLock lock(&lock_files_mu);
+    LockFiles().erase(fd_);
+    ::close(fd_);  // closing releases the lock
+  }
 
  private:
   explicit FileLock(int fd) : fd_(fd) {}
@@ -257,6 +279,29 @@ absl::flat_hash_set<std::string>& Prefetching() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pr
   static auto* uris = new absl::flat_hash_set<std::string>;
   return *uris;
 }
+
+// fork(): no lock of this file is copied held, and the child starts with no
+// lock files and no prefetches (their threads exist only in the parent).
+void LockAllForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  lock_files_mu.Lock();
+  verified_mu.Lock();
+  prefetch_mu.Lock();
+}
+void UnlockAllInParent() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  prefetch_mu.Unlock();
+  verified_mu.Unlock();
+  lock_files_mu.Unlock();
+}
+void ForgetInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Prefetching().clear();
+  for (int fd : LockFiles()) ::close(fd);
+  LockFiles().clear();
+  internal_fork::ResetMutexInChild(prefetch_mu);
+  internal_fork::ResetMutexInChild(verified_mu);
+  internal_fork::ResetMutexInChild(lock_files_mu);
+}
+[[maybe_unused]] const bool fork_handlers =
+    pthread_atfork(&LockAllForFork, &UnlockAllInParent, &ForgetInChild) == 0;
 
 }  // namespace
 

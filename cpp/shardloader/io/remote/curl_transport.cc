@@ -1,19 +1,20 @@
 #include "shardloader/io/remote/curl_transport.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <cstring>
 #include <deque>
 #include <thread>
 
-#include "absl/base/call_once.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "shardloader/internal/fork_safety.h"
 
 namespace shardloader {
 namespace {
@@ -206,14 +207,37 @@ struct CurlTransport::Impl {
   }
 };
 
+namespace {
+
+// The shared transport. Its event-loop thread exists only in the process
+// that started it, so a child forked from that process gets a transport of
+// its own (the parent's, with its sockets, is left alone: it is the
+// parent's). The atfork handlers hold shared_mu across fork(), so the child
+// never inherits it locked.
+absl::Mutex shared_mu(absl::kConstInit);
+CurlTransport* shared_transport ABSL_GUARDED_BY(shared_mu) = nullptr;
+
+void LockShared() ABSL_NO_THREAD_SAFETY_ANALYSIS { shared_mu.Lock(); }
+void UnlockShared() ABSL_NO_THREAD_SAFETY_ANALYSIS { shared_mu.Unlock(); }
+void ForgetSharedInChild() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  shared_transport = nullptr;  // never freed: the parent's threads own its state
+  internal_fork::ResetMutexInChild(shared_mu);
+}
+
+}  // namespace
+
 CurlTransport& CurlTransport::Shared() {
-  static absl::once_flag once;
-  static CurlTransport* transport = nullptr;
-  absl::call_once(once, [] {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    transport = new CurlTransport();
-  });
-  return *transport;
+  absl::MutexLock lock(&shared_mu);
+  if (shared_transport == nullptr) {
+    static bool initialised = false;  // libcurl's global state survives fork()
+    if (!initialised) {
+      curl_global_init(CURL_GLOBAL_DEFAULT);
+      pthread_atfork(&LockShared, &UnlockShared, &ForgetSharedInChild);
+      initialised = true;
+    }
+    shared_transport = new CurlTransport();
+  }
+  return *shared_transport;
 }
 
 std::shared_ptr<HttpTransport> DefaultHttpTransport() {

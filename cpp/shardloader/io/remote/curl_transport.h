@@ -11,11 +11,13 @@
 // Callers block in Perform() while the event loop runs their transfer; many
 // threads may Perform() at once, and their transfers run concurrently.
 //
-// libcurl is initialised once (absl::call_once) and never cleaned up at exit,
-// as DESIGN.md asks. The transport does not retry: see retry.h.
+// libcurl is initialised once and never cleaned up at exit, as DESIGN.md
+// asks. The transport does not retry: see retry.h.
 //
 // Ownership: Shared() is process-wide and never destroyed;
-// DefaultHttpTransport() hands it out as a non-owning shared_ptr.
+// DefaultHttpTransport() hands it out as a non-owning shared_ptr. A child
+// forked from the process (pthread_atfork) starts a transport of its own on
+// first use: the parent's event-loop thread does not exist in the child.
 // Thread-safety: Perform() is thread-safe.
 #ifndef SHARDLOADER_IO_REMOTE_CURL_TRANSPORT_H_
 #define SHARDLOADER_IO_REMOTE_CURL_TRANSPORT_H_
@@ -27,7 +29,7 @@ namespace shardloader {
 
 class CurlTransport final : public HttpTransport {
  public:
-  // The process-wide transport (started on first use).
+  // The process-wide transport (started on first use in each process).
   static CurlTransport& Shared();
 
   CurlTransport(const CurlTransport&) = delete;

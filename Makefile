@@ -6,7 +6,7 @@ BUILD_DIR ?= build/cpp
 JOBS ?= $(shell nproc)
 
 .PHONY: all deps cpp check-includes format test-cpp install test-python test demo bench-micro bench clean \
-	fuzz-build fuzz test-fuzz-corpus
+	fuzz-build fuzz test-fuzz-corpus test-stress
 
 all: install
 
@@ -35,6 +35,11 @@ test-python: install
 	$(PYTHON) -m pytest -q tests/python
 
 test: check-includes test-cpp test-fuzz-corpus test-python
+
+# Stress tests that are not yet reliable (tests/python/test_fork.py: a rare
+# hang in a forked child remains), kept out of `make test`.
+test-stress: install
+	$(PYTHON) -m pytest -q -m stress tests/python
 
 # libFuzzer targets (tests/fuzz/README.md): a clang build with ASan + UBSan
 # in a directory of its own; the library is instrumented too.

@@ -20,6 +20,11 @@ from pathlib import Path
 
 import pytest
 
+# A rare hang remains (about 1 run in 7 of the four 50-fork runs below, one
+# child stuck; its stack is not captured yet): these stress tests run in
+# `make test-stress`, not in `make test`, until it is found. See the README.
+pytestmark = pytest.mark.stress
+
 from conftest import make_jpeg_shards
 
 # Generous: a healthy child reads its epoch in well under a second.

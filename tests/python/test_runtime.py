@@ -15,6 +15,7 @@ import pytest
 
 import shardloader as sl
 from conftest import loader_keys
+from process_util import read_until
 
 PROCESS_TIMEOUT_S = 20
 
@@ -166,22 +167,6 @@ SIGINT_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _read_until(fd: int, marker: bytes, deadline: float) -> bytes:
-    """Reads ``fd`` until ``marker`` appears, EOF, or ``deadline``."""
-    data = b""
-    while marker not in data:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    return data
-
 
 @pytest.mark.parametrize("layout", ["first_shard_blocks", "second_shard_blocks"])
 def test_ctrl_c_stops_a_blocked_iteration(keyed_shards, tmp_path, layout):
@@ -199,12 +184,12 @@ def test_ctrl_c_stops_a_blocked_iteration(keyed_shards, tmp_path, layout):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out_fd = proc.stdout.fileno()
     try:
-        out = _read_until(out_fd, b"ready\n", time.monotonic() + 60)
+        out = read_until(out_fd, b"ready\n", time.monotonic() + 60)
         assert b"ready" in out, f"the script did not start: {out!r}"
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + PROCESS_TIMEOUT_S
-        out += _read_until(out_fd, b"interrupted", deadline)
+        out += read_until(out_fd, b"interrupted", deadline)
         interrupted = b"interrupted" in out
         try:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))

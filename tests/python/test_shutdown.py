@@ -10,7 +10,6 @@ have been. Only hang timeouts are asserted, and they are generous.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -21,6 +20,7 @@ import time
 import pytest
 
 from conftest import make_jpeg_shards
+from process_util import read_until
 
 EXIT_TIMEOUT_S = 60
 # KeyboardInterrupt is expected within a couple of seconds of SIGINT; the
@@ -141,21 +141,6 @@ SIGINT_SCRIPT = textwrap.dedent("""
 """)
 
 
-def _read_until(fd: int, marker: bytes, deadline: float) -> bytes:
-    data = b""
-    while marker not in data:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        ready, _, _ = select.select([fd], [], [], remaining)
-        if not ready:
-            break
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        data += chunk
-    return data
-
 
 @pytest.fixture
 def silent_server():
@@ -188,12 +173,12 @@ def test_ctrl_c_in_every_wait(busy_shards, tmp_path, silent_server, wait, blocke
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out_fd = proc.stdout.fileno()
     try:
-        out = _read_until(out_fd, b"ready\n", time.monotonic() + EXIT_TIMEOUT_S)
+        out = read_until(out_fd, b"ready\n", time.monotonic() + EXIT_TIMEOUT_S)
         assert b"ready" in out, f"the script did not start: {out!r}"
         time.sleep(1.0)  # well inside the wait
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
-        out += _read_until(out_fd, b"interrupted", sent + INTERRUPT_TIMEOUT_S)
+        out += read_until(out_fd, b"interrupted", sent + INTERRUPT_TIMEOUT_S)
         interrupted = b"interrupted" in out
         try:
             proc.wait(timeout=max(0.1, sent + INTERRUPT_TIMEOUT_S - time.monotonic()))

@@ -24,6 +24,9 @@ namespace shardloader {
 namespace {
 
 constexpr int64_t kMaxExpansion = 10'000'000;
+// Characters of all names a pattern expands to, so that a few ranges in one
+// pattern cannot exhaust memory (about 2 million names of 64 characters).
+constexpr int64_t kMaxExpansionBytes = int64_t{128} << 20;
 
 // Finds the first top-level "{...}" group; returns false if there is none.
 absl::StatusOr<bool> FindGroup(absl::string_view pattern, size_t* open, size_t* close) {
@@ -232,11 +235,21 @@ absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern)
                                ExpandGroup(pattern.substr(open + 1, close - open - 1)));
   SHARDLOADER_ASSIGN_OR_RETURN(std::vector<std::string> rest,
                                ExpandBraces(pattern.substr(close + 1)));
-  if (static_cast<int64_t>(middle.size()) * static_cast<int64_t>(rest.size()) > kMaxExpansion) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "shard pattern \"", pattern, "\" expands to more than ", kMaxExpansion, " names"));
-  }
   const absl::string_view prefix = pattern.substr(0, open);
+  auto total_size = [](const std::vector<std::string>& names) {
+    int64_t bytes = 0;
+    for (const std::string& name : names) bytes += static_cast<int64_t>(name.size());
+    return bytes;
+  };
+  const int64_t count = static_cast<int64_t>(middle.size()) * static_cast<int64_t>(rest.size());
+  if (count > kMaxExpansion || count * static_cast<int64_t>(prefix.size()) +
+                                       static_cast<int64_t>(rest.size()) * total_size(middle) +
+                                       static_cast<int64_t>(middle.size()) * total_size(rest) >
+                                   kMaxExpansionBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard pattern \"", pattern, "\" expands to more than ", kMaxExpansion,
+                     " names or ", kMaxExpansionBytes >> 20, " MiB of names"));
+  }
   std::vector<std::string> result;
   result.reserve(middle.size() * rest.size());
   for (const std::string& item : middle) {

@@ -33,7 +33,8 @@ namespace shardloader {
 // Expands brace ranges and alternatives in `pattern`, left to right, in the
 // order bash would. A numeric range keeps the width of its wider bound when
 // either bound has a leading zero ("{08..10}" gives 08, 09, 10). Errors:
-// InvalidArgument for unbalanced braces or a range of more than 10^7 items.
+// InvalidArgument for unbalanced braces, a range of more than 10^7 items, or
+// an expansion of more than 10^7 names or 128 MiB of name characters.
 absl::StatusOr<std::vector<std::string>> ExpandBraces(absl::string_view pattern);
 
 // Expands each spec (split on "::", braces expanded, directories listed or

@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..errors import ShardloaderError
 from . import demo_data
+from .common import positive_int
 from .demo_data import ImageFile, ImageFolder
 
 #: One pass over a split: (images uint8 (B, S, S, 3), labels int64 (B,))
@@ -108,18 +109,18 @@ def register(commands) -> None:
     parser.add_argument("--json", metavar="PATH", default=None,
                         help="write the results here (default: "
                              "<workdir>/demo-results.json when --workdir is given)")
-    parser.add_argument("--epochs", type=_positive, default=5,
+    parser.add_argument("--epochs", type=positive_int, default=5,
                         help="training epochs (default 5)")
-    parser.add_argument("--batch-size", type=_positive, default=64,
+    parser.add_argument("--batch-size", type=positive_int, default=64,
                         help="samples per batch (default 64)")
-    parser.add_argument("--workers", type=_positive, default=_num_cpus(),
+    parser.add_argument("--workers", type=positive_int, default=_num_cpus(),
                         help="shardloader decode threads and DataLoader worker "
                              "processes (default: the CPUs this process may "
                              f"use, here {_num_cpus()})")
-    parser.add_argument("--size", type=_positive, default=None,
+    parser.add_argument("--size", type=positive_int, default=None,
                         help="image side in pixels after resize and center crop "
                              "(default 8 for the digits, 64 with --data)")
-    parser.add_argument("--max-count", type=_positive, default=200,
+    parser.add_argument("--max-count", type=positive_int, default=200,
                         help="samples per shard (default 200)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the order in shards, of shuffling and of "
@@ -129,12 +130,6 @@ def register(commands) -> None:
                              "1e-3 with --data)")
     parser.set_defaults(run=_run)
 
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _num_cpus() -> int:

@@ -7,7 +7,7 @@ from collections import Counter
 
 from .. import _core
 from ..errors import NotFoundError, ShardloaderError
-from .common import resolve_specs
+from .common import non_negative_int, resolve_specs
 
 
 def _error_line(text: str) -> None:
@@ -57,17 +57,6 @@ def _run(args) -> int:
     return status
 
 
-def _non_negative(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
 
 def register(commands) -> None:
     parser = commands.add_parser(
@@ -78,6 +67,6 @@ def register(commands) -> None:
                         help="shards as Loader takes them: paths, brace patterns "
                              "('train-{000000..000127}.tar'), folders, index.json, "
                              "'a.tar::b.tar', s3:// prefixes")
-    parser.add_argument("--limit", type=_non_negative, default=10,
+    parser.add_argument("--limit", type=non_negative_int, default=10,
                         help="samples to list per shard (default 10)")
     parser.set_defaults(run=_run)

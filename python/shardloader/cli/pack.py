@@ -18,6 +18,7 @@ from tqdm import tqdm
 from ..errors import (AlreadyExistsError, InvalidArgumentError, NotFoundError,
                       PermissionDeniedError)
 from ..writer import ShardWriter
+from .common import positive_int
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6,
           "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
@@ -322,15 +323,6 @@ def _run(args) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
 
 def register(commands) -> None:
     parser = commands.add_parser(
@@ -347,9 +339,9 @@ def register(commands) -> None:
                         "out/train-%%06d.tar or 'out/train-{000000..}.tar'")
     parser.add_argument("--max-size", type=parse_size, default=1 << 30,
                         help="maximum shard size (default 1GiB)")
-    parser.add_argument("--max-count", type=_positive, default=100_000,
+    parser.add_argument("--max-count", type=positive_int, default=100_000,
                         help="maximum samples per shard (default 100000)")
-    parser.add_argument("--threads", type=_positive, default=8,
+    parser.add_argument("--threads", type=positive_int, default=8,
                         help="file-reading threads (default 8)")
     parser.add_argument("--index", default=None,
                         help="index path (default: index.json beside the shards)")

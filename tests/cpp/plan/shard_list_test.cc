@@ -133,3 +133,27 @@ TEST(ResolveShardsTest, IndexListingAMissingShardIsNotFoundNamingIt) {
 
 }  // namespace
 }  // namespace shardloader
+
+namespace shardloader {
+namespace {
+
+// Ranges multiply: three of them after a long prefix would be 10^7 names of
+// over 200 characters (2 GB). Found by tests/fuzz/shard_list_fuzzer.cc.
+TEST(ExpandBracesLimitTest, AnExpansionTooLargeForMemoryIsAnError) {
+  const std::string pattern = std::string(200, 'p') + "{000..999}{000..999}{0..9}.tar";
+  const absl::StatusOr<std::vector<std::string>> names = ExpandBraces(pattern);
+  ASSERT_FALSE(names.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(names.status())) << names.status();
+  EXPECT_THAT(std::string(names.status().message()), ::testing::HasSubstr("MiB of names"));
+}
+
+TEST(ExpandBracesLimitTest, AMillionShortNamesAreFine) {
+  const absl::StatusOr<std::vector<std::string>> names =
+      ExpandBraces("train-{000..999}{000..999}.tar");
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(names->size(), 1'000'000u);
+  EXPECT_EQ(names->back(), "train-999999.tar");
+}
+
+}  // namespace
+}  // namespace shardloader
